@@ -1,0 +1,341 @@
+//! `quarry bench`: indexing and query numbers on a real corpus.
+//!
+//! Copies the corpus to a temporary directory (so the one-file edit never
+//! touches the original), indexes it cold into a fresh cache, re-opens it,
+//! edits one file and times the incremental update, then times fixed
+//! lexical and symbol query lists. Prints numbers; asserts nothing.
+//! Never: run as part of the test suite's pass/fail decisions.
+
+use crate::index::{Index, IndexConfig};
+use crate::search::{find_symbols, search, DiskText, SearchOptions};
+use serde::Serialize;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Lexical queries: identifiers, qualified names, natural language, phrases.
+pub const LEXICAL_QUERIES: &[&str] = &[
+    "HashMap",
+    "parse",
+    "Error",
+    "fn new",
+    "serialize struct fields",
+    "read file to string",
+    "thread pool worker",
+    "spawn blocking task",
+    "\"mutex poisoned\"",
+    "\"invalid utf-8\"",
+    "Iterator::next",
+    "Vec::with_capacity",
+    "from_str_radix",
+    "impl Display for error",
+    "query cursor captures",
+    "hash bytes into digest",
+    "atomic compare exchange weak",
+    "encode varint",
+    "deserialize map visitor",
+    "where do we retry failed requests",
+    "progress bar template",
+    "regex match captures",
+    "lock file advisory",
+    "walk directory ignore gitignore",
+    "GraphStore::lookup",
+    "unsafe pointer cast",
+    "buffer capacity overflow",
+    "blake3 hasher update",
+    "CString::new",
+    "allocate aligned memory",
+];
+
+/// Symbol queries of several lengths and shapes.
+pub const SYMBOL_QUERIES: &[&str] = &[
+    "n",
+    "new",
+    "parse",
+    "Hash",
+    "se",
+    "de",
+    "from_str",
+    "Vec::push",
+    "HashMap::insert",
+    "spawn",
+    "rd",
+    "x",
+    "wr",
+    "iter",
+    "ParseError",
+    "tokio",
+    "gsl",
+    "read_to_string",
+    "Deserialize",
+    "ThreadPool",
+    "cmp",
+    "fmt",
+    "Display::fmt",
+    "with_capacity",
+    "MAX",
+];
+
+#[derive(Debug, Serialize)]
+pub struct BenchReport {
+    pub corpus: String,
+    pub files: u64,
+    pub lines: u64,
+    pub bytes: u64,
+    pub chunks: u64,
+    pub cold_index_s: f64,
+    pub lines_per_s: f64,
+    pub reopen_ms: f64,
+    pub update_one_file_ms: f64,
+    pub refresh_one_file_ms: f64,
+    pub noop_refresh_ms: f64,
+    pub lexical_p50_ms: f64,
+    pub lexical_p99_ms: f64,
+    pub symbol_p50_ms: f64,
+    pub symbol_p99_ms: f64,
+    pub peak_rss_mb: f64,
+    pub index_mb: f64,
+    pub segments: u64,
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "corpus            {}", self.corpus)?;
+        writeln!(
+            f,
+            "files/lines       {} files, {} lines, {:.1} MB, {} chunks",
+            self.files,
+            self.lines,
+            self.bytes as f64 / 1e6,
+            self.chunks
+        )?;
+        writeln!(
+            f,
+            "cold index        {:.2} s = {:.0} lines/s ({} segments)",
+            self.cold_index_s, self.lines_per_s, self.segments
+        )?;
+        writeln!(f, "reopen from cache {:.1} ms", self.reopen_ms)?;
+        writeln!(
+            f,
+            "one-file update   {:.2} ms (targeted), {:.1} ms (full walk), no-op walk {:.1} ms",
+            self.update_one_file_ms, self.refresh_one_file_ms, self.noop_refresh_ms
+        )?;
+        writeln!(
+            f,
+            "lexical query     p50 {:.3} ms, p99 {:.3} ms",
+            self.lexical_p50_ms, self.lexical_p99_ms
+        )?;
+        writeln!(
+            f,
+            "symbol query      p50 {:.3} ms, p99 {:.3} ms",
+            self.symbol_p50_ms, self.symbol_p99_ms
+        )?;
+        write!(
+            f,
+            "peak RSS          {:.0} MB; index on disk {:.1} MB",
+            self.peak_rss_mb, self.index_mb
+        )
+    }
+}
+
+/// The project directory plus every registry source directory in
+/// `$CARGO_HOME/registry/src` (`~/.cargo` by default).
+pub fn default_corpus() -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from(".")];
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    if let Some(cargo_home) = cargo_home {
+        if let Ok(entries) = std::fs::read_dir(cargo_home.join("registry").join("src")) {
+            let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            dirs.sort();
+            out.extend(dirs);
+        }
+    }
+    out
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[idx]
+}
+
+fn ms(start: Instant) -> f64 {
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Copies regular files under `src` to `dst`, skipping `.git`, `target`
+/// and symlinks. Returns the number of bytes copied.
+fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<u64> {
+    std::fs::create_dir_all(dst)?;
+    let mut bytes = 0;
+    for entry in std::fs::read_dir(src)? {
+        let entry = entry?;
+        let file_type = entry.file_type()?;
+        let name = entry.file_name();
+        let target = dst.join(&name);
+        if file_type.is_dir() {
+            if name == ".git" || name == "target" {
+                continue;
+            }
+            bytes += copy_tree(&entry.path(), &target)?;
+        } else if file_type.is_file() {
+            bytes += std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(bytes)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
+    let work = tempfile::tempdir()?;
+    let root = work.path().join("corpus");
+    copy_tree(corpus, &root)?;
+    let cache_dir = work.path().join("cache");
+    let config = IndexConfig {
+        cache_dir: Some(cache_dir.clone()),
+        ..IndexConfig::new(&root)
+    };
+    let to_io = |e: crate::index::IndexError| std::io::Error::other(e.to_string());
+
+    let start = Instant::now();
+    let index = Index::open(config.clone()).map_err(to_io)?;
+    index.refresh(&|_| {}).map_err(to_io)?;
+    let cold_index_s = start.elapsed().as_secs_f64();
+    let snapshot = index.snapshot();
+
+    // Size of what was indexed (outside the timed part).
+    let mut lines = 0u64;
+    let mut bytes = 0u64;
+    let mut paths: Vec<&str> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for (segment, chunk) in snapshot.live_chunks() {
+        let path = segment.path_of(chunk);
+        if seen.insert(path) {
+            paths.push(path);
+        }
+    }
+    let mut rust_files: Vec<(u64, &str)> = Vec::new();
+    for path in &paths {
+        if let Ok(text) = std::fs::read(root.join(path)) {
+            lines += text.iter().filter(|b| **b == b'\n').count() as u64;
+            bytes += text.len() as u64;
+            if path.ends_with(".rs") {
+                rust_files.push((text.len() as u64, path));
+            }
+        }
+    }
+    rust_files.sort();
+    let edited = rust_files
+        .get(rust_files.len() / 2)
+        .map(|(_, p)| root.join(p))
+        .or_else(|| paths.first().map(|p| root.join(p)));
+    drop(index);
+
+    let start = Instant::now();
+    let index = Index::open(config).map_err(to_io)?;
+    let reopen_ms = ms(start);
+
+    let start = Instant::now();
+    index.refresh(&|_| {}).map_err(to_io)?;
+    let noop_refresh_ms = ms(start);
+
+    let mut update_times = Vec::new();
+    let mut refresh_times = Vec::new();
+    if let Some(edited) = &edited {
+        let original = std::fs::read_to_string(edited).unwrap_or_default();
+        for i in 0..5 {
+            std::fs::write(
+                edited,
+                format!("{original}\nfn quarry_bench_edit_{i}() {{ let x = {i}; }}\n"),
+            )?;
+            let start = Instant::now();
+            index
+                .update_paths(std::slice::from_ref(edited))
+                .map_err(to_io)?;
+            update_times.push(ms(start));
+            std::fs::write(
+                edited,
+                format!("{original}\nfn quarry_bench_refresh_{i}() {{ let y = {i}; }}\n"),
+            )?;
+            let start = Instant::now();
+            index.refresh(&|_| {}).map_err(to_io)?;
+            refresh_times.push(ms(start));
+        }
+    }
+    update_times.sort_by(f64::total_cmp);
+    refresh_times.sort_by(f64::total_cmp);
+
+    let snapshot = index.snapshot();
+    let options = SearchOptions::default();
+    let mut lexical = Vec::new();
+    let mut symbol = Vec::new();
+    let mut text = DiskText::new(&root);
+    for _ in 0..rounds.max(1) {
+        for query in LEXICAL_QUERIES {
+            let start = Instant::now();
+            let results = search(&snapshot, query, &options, &mut text);
+            std::hint::black_box(results);
+            lexical.push(ms(start));
+        }
+        for query in SYMBOL_QUERIES {
+            let start = Instant::now();
+            let hits = find_symbols(&snapshot, query, None, 50);
+            std::hint::black_box(hits);
+            symbol.push(ms(start));
+        }
+    }
+    lexical.sort_by(f64::total_cmp);
+    symbol.sort_by(f64::total_cmp);
+
+    Ok(BenchReport {
+        corpus: std::fs::canonicalize(corpus)
+            .unwrap_or_else(|_| corpus.to_path_buf())
+            .display()
+            .to_string(),
+        files: snapshot.summary.files_indexed,
+        lines,
+        bytes,
+        chunks: snapshot.summary.chunks,
+        cold_index_s,
+        lines_per_s: lines as f64 / cold_index_s.max(1e-9),
+        reopen_ms,
+        update_one_file_ms: percentile(&update_times, 0.5),
+        refresh_one_file_ms: percentile(&refresh_times, 0.5),
+        noop_refresh_ms,
+        lexical_p50_ms: percentile(&lexical, 0.5),
+        lexical_p99_ms: percentile(&lexical, 0.99),
+        symbol_p50_ms: percentile(&symbol, 0.5),
+        symbol_p99_ms: percentile(&symbol, 0.99),
+        peak_rss_mb: peak_rss_mb(),
+        index_mb: dir_size(&cache_dir) as f64 / 1e6,
+        segments: snapshot.summary.segments,
+    })
+}

@@ -1,0 +1,794 @@
+//! Index stage: the persistent, incremental store of segments and the
+//! snapshots searches run on.
+//!
+//! Owns: the cache directory (via `store`), segment files (via `segment`),
+//! the file table (the winning row per path), chunk liveness, the merge
+//! policy and the published `Snapshot`.
+//! Invariants: readers never wait for the writer: `snapshot()` is a lock-free
+//! load of an immutable `Arc<Snapshot>`, and an update builds the next
+//! snapshot before swapping it in. Only the holder of the cache's advisory
+//! lock writes; others answer from the last committed manifest. A corrupt,
+//! truncated or old-version cache is rebuilt, never served.
+//! Never: search ranking, protocol types, printing (notes go to `notes()`).
+
+pub mod segment;
+pub mod store;
+
+use crate::chunk::{chunk_file, Chunk, Language};
+use crate::lexical::{Bm25Config, CorpusStats};
+use crate::walk::{self, WalkEntry};
+use arc_swap::ArcSwap;
+use rustc_hash::FxHashMap;
+use segment::{ChunkRecord, FileRow, FileState, ParsedFile, Segment, SegmentBuilder, SkipReason};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use store::Manifest;
+use thiserror::Error;
+
+/// Default largest file indexed.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 1024 * 1024;
+/// Bytes inspected for a NUL to call a file binary.
+const BINARY_SNIFF_BYTES: usize = 8 * 1024;
+/// A line longer than this marks a file as minified / generated.
+const MINIFIED_MAX_LINE: usize = 4096;
+/// Files whose average line is longer than this are minified.
+const MINIFIED_AVG_LINE: usize = 300;
+/// At most this many segments before the newest ones are merged.
+const MAX_SEGMENTS: usize = 8;
+/// The oldest segments left alone by a partial merge.
+const KEPT_SEGMENTS: usize = 3;
+/// A full merge happens when this fraction of stored chunks is dead.
+const MAX_DEAD_FRACTION: f64 = 0.3;
+/// Updates with fewer bytes than this are parsed on the calling thread.
+const PARALLEL_MIN_BYTES: u64 = 256 * 1024;
+
+#[derive(Debug, Error)]
+pub enum IndexError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("workspace root {0} is not a directory")]
+    NotADirectory(PathBuf),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
+    move |source| IndexError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct IndexConfig {
+    pub root: PathBuf,
+    /// `None`: the per-user cache directory for this root.
+    pub cache_dir: Option<PathBuf>,
+    pub max_file_size: u64,
+    pub bm25: Bm25Config,
+}
+
+impl IndexConfig {
+    pub fn new(root: impl Into<PathBuf>) -> IndexConfig {
+        IndexConfig {
+            root: root.into(),
+            cache_dir: None,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            bm25: Bm25Config::default(),
+        }
+    }
+}
+
+/// Counts describing the index contents.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Summary {
+    pub files_indexed: u64,
+    pub chunks: u64,
+    pub segments: u64,
+    pub skipped: BTreeMap<&'static str, u64>,
+    pub languages: BTreeMap<&'static str, u64>,
+}
+
+/// What one update did. Tests use these counters to prove incrementality.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct UpdateStats {
+    /// False when another process holds the writer lock.
+    pub wrote: bool,
+    pub files_scanned: u64,
+    pub files_unchanged: u64,
+    /// Files read and hashed because size or mtime changed.
+    pub files_hashed: u64,
+    /// Files chunked and re-indexed.
+    pub files_reparsed: u64,
+    pub files_added: u64,
+    pub files_removed: u64,
+    pub files_skipped: u64,
+    pub chunks_added: u64,
+    pub chunks_removed: u64,
+    pub segments_written: u64,
+    pub segments_merged: u64,
+    pub unsupported: u64,
+    pub symlinks_skipped: u64,
+    pub walk_errors: u64,
+    pub elapsed_ms: f64,
+}
+
+/// Progress of a long update, for progress bars.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+}
+
+/// An immutable view of the index. Cheap to clone (an `Arc`).
+pub struct Snapshot {
+    pub root: PathBuf,
+    pub segments: Vec<Arc<Segment>>,
+    dead: Arc<Vec<u64>>,
+    pub stats: CorpusStats,
+    pub summary: Summary,
+    pub bm25: Bm25Config,
+}
+
+impl Snapshot {
+    pub fn is_live(&self, chunk_id: u32) -> bool {
+        !bit(&self.dead, chunk_id)
+    }
+
+    /// The segment and record of a chunk id.
+    pub fn chunk(&self, chunk_id: u32) -> Option<(&Segment, &ChunkRecord)> {
+        // Few segments (the merge policy keeps them under ten): scan ranges.
+        self.segments.iter().find_map(|segment| {
+            let (first, last) = (segment.first_chunk_id()?, segment.last_chunk_id()?);
+            if chunk_id < first || chunk_id > last {
+                return None;
+            }
+            let pos = segment.position(chunk_id)?;
+            Some((&**segment, &segment.chunks[pos]))
+        })
+    }
+
+    /// Every live chunk, segment by segment.
+    pub fn live_chunks(&self) -> impl Iterator<Item = (&Segment, &ChunkRecord)> {
+        self.segments.iter().flat_map(move |segment| {
+            segment
+                .chunks
+                .iter()
+                .filter(move |c| self.is_live(c.chunk_id))
+                .map(move |c| (&**segment, c))
+        })
+    }
+}
+
+fn bit(bits: &[u64], id: u32) -> bool {
+    bits.get(id as usize / 64)
+        .is_some_and(|word| word & (1 << (id % 64)) != 0)
+}
+
+fn set_bit(bits: &mut Vec<u64>, id: u32) {
+    let word = id as usize / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (id % 64);
+}
+
+/// Mutable state, owned by whoever updates the index.
+struct WriterState {
+    manifest: Manifest,
+    segments: Vec<Arc<Segment>>,
+    /// The winning row of every present path.
+    files: FxHashMap<String, FileRow>,
+    dead: Vec<u64>,
+    n_dead: u64,
+    n_stored: u64,
+}
+
+/// A workspace index: the committed segments plus the writer lock, if held.
+pub struct Index {
+    root: PathBuf,
+    cache_dir: PathBuf,
+    config: IndexConfig,
+    lock: Option<File>,
+    writer: Mutex<WriterState>,
+    current: ArcSwap<Snapshot>,
+    notes: Mutex<Vec<String>>,
+}
+
+impl Index {
+    /// Opens (or creates) the index of `config.root`, loading the committed
+    /// cache. Takes the writer lock when no other process holds it.
+    pub fn open(config: IndexConfig) -> Result<Index, IndexError> {
+        let root = std::fs::canonicalize(&config.root).map_err(io_err(&config.root))?;
+        if !root.is_dir() {
+            return Err(IndexError::NotADirectory(root));
+        }
+        let cache_dir = config
+            .cache_dir
+            .clone()
+            .unwrap_or_else(|| store::default_cache_dir(&root));
+        std::fs::create_dir_all(&cache_dir).map_err(io_err(&cache_dir))?;
+        let cache_dir = std::fs::canonicalize(&cache_dir).map_err(io_err(&cache_dir))?;
+        let lock = store::try_lock(&cache_dir).map_err(io_err(&cache_dir))?;
+        let mut notes = Vec::new();
+        let root_str = root.to_string_lossy().into_owned();
+        let state = match load(&cache_dir, &root_str, lock.is_some()) {
+            Ok(Some(state)) => state,
+            Ok(None) => empty_state(&root_str),
+            Err(reason) => {
+                notes.push(format!(
+                    "cache at {} is unusable ({reason}); rebuilding the index",
+                    cache_dir.display()
+                ));
+                empty_state(&root_str)
+            }
+        };
+        if lock.is_some() {
+            store::collect_garbage(&cache_dir, &state.manifest, Segment::file_name);
+        } else {
+            notes.push(format!(
+                "another quarry process is updating {}; answering from its last committed state",
+                cache_dir.display()
+            ));
+        }
+        let snapshot = make_snapshot(&root, &state, &config.bm25);
+        Ok(Index {
+            root,
+            cache_dir,
+            config,
+            lock,
+            writer: Mutex::new(state),
+            current: ArcSwap::from_pointee(snapshot),
+            notes: Mutex::new(notes),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// True when this process holds the writer lock.
+    pub fn is_writer(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// The current snapshot. Never blocks.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Messages worth showing a user once (a rebuilt cache, a read-only open).
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Walks the workspace and brings the index up to date with the disk.
+    pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<UpdateStats, IndexError> {
+        let started = Instant::now();
+        let mut stats = UpdateStats::default();
+        if !self.is_writer() {
+            return Ok(stats);
+        }
+        let exclude = self
+            .cache_dir
+            .starts_with(&self.root)
+            .then_some(self.cache_dir.as_path());
+        let outcome = walk::walk(&self.root, exclude);
+        stats.unsupported = outcome.n_unsupported;
+        stats.symlinks_skipped = outcome.n_symlinks_skipped + outcome.n_bad_paths;
+        stats.walk_errors = outcome.errors.len() as u64;
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut present: rustc_hash::FxHashSet<&str> = Default::default();
+        let mut changed = Vec::new();
+        for entry in &outcome.files {
+            present.insert(&entry.rel_path);
+            match state.files.get(&entry.rel_path) {
+                Some(row) if row.size == entry.size && row.mtime_ns == entry.mtime_ns => {
+                    stats.files_unchanged += 1;
+                }
+                _ => changed.push(entry.clone()),
+            }
+        }
+        let removed: Vec<String> = state
+            .files
+            .keys()
+            .filter(|path| !present.contains(path.as_str()))
+            .cloned()
+            .collect();
+        stats.files_scanned = outcome.files.len() as u64;
+        drop(present);
+        self.apply(&mut state, changed, removed, &mut stats, progress)?;
+        stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(stats)
+    }
+
+    /// Re-examines just these paths (absolute or root-relative), e.g. after
+    /// an editor saved them. Missing files are removed from the index.
+    pub fn update_paths(&self, paths: &[PathBuf]) -> Result<UpdateStats, IndexError> {
+        let started = Instant::now();
+        let mut stats = UpdateStats::default();
+        if !self.is_writer() {
+            return Ok(stats);
+        }
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = Vec::new();
+        let mut removed = Vec::new();
+        for path in paths {
+            let abs_path = if path.is_absolute() {
+                path.clone()
+            } else {
+                self.root.join(path)
+            };
+            let Some(rel_path) = walk::relative_path(&self.root, &abs_path) else {
+                continue;
+            };
+            stats.files_scanned += 1;
+            let language = crate::chunk::detect_language(Path::new(&rel_path));
+            match (walk::stat(&abs_path), language) {
+                (Ok((size, mtime_ns)), Some(language)) if abs_path.is_file() => {
+                    match state.files.get(&rel_path) {
+                        Some(row) if row.size == size && row.mtime_ns == mtime_ns => {
+                            stats.files_unchanged += 1;
+                        }
+                        _ => changed.push(WalkEntry {
+                            rel_path,
+                            abs_path,
+                            language,
+                            size,
+                            mtime_ns,
+                        }),
+                    }
+                }
+                _ => {
+                    if state.files.contains_key(&rel_path) {
+                        removed.push(rel_path);
+                    }
+                }
+            }
+        }
+        self.apply(&mut state, changed, removed, &mut stats, &|_| {})?;
+        stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(stats)
+    }
+
+    /// Parses changed files into new segments, commits them and publishes
+    /// the next snapshot.
+    fn apply(
+        &self,
+        state: &mut WriterState,
+        changed: Vec<WalkEntry>,
+        removed: Vec<String>,
+        stats: &mut UpdateStats,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<(), IndexError> {
+        if changed.is_empty() && removed.is_empty() {
+            return Ok(());
+        }
+        let builders = self.build(state, &changed, stats, progress);
+        let mut manifest = state.manifest.clone();
+        // Ids are handed out in order; freezing and writing run in parallel.
+        let mut plan = Vec::with_capacity(builders.len());
+        let n_builders = builders.len();
+        for (i, mut builder) in builders.into_iter().enumerate() {
+            if i + 1 == n_builders {
+                for path in &removed {
+                    builder.add_row(FileRow {
+                        path: path.clone(),
+                        size: 0,
+                        mtime_ns: 0,
+                        hash: [0; 32],
+                        state: FileState::Deleted,
+                    });
+                }
+            }
+            if builder.n_rows() == 0 {
+                continue;
+            }
+            let n_chunks = builder.n_chunks() as u32;
+            plan.push((builder, manifest.next_segment_id, manifest.next_chunk_id));
+            manifest.next_segment_id += 1;
+            manifest.next_chunk_id += n_chunks;
+        }
+        let freeze = |(builder, id, first_chunk_id): (SegmentBuilder, u64, u32)| {
+            let segment = builder.finish(id, first_chunk_id);
+            self.write_segment(&segment).map(|()| Arc::new(segment))
+        };
+        let new_segments: Vec<Arc<Segment>> = if plan.len() == 1 {
+            plan.into_iter().map(freeze).collect::<Result<_, _>>()?
+        } else {
+            use rayon::prelude::*;
+            plan.into_par_iter().map(freeze).collect::<Result<_, _>>()?
+        };
+        stats.files_removed = removed.len() as u64;
+        stats.segments_written += new_segments.len() as u64;
+        // Apply rows in order: the newest row of a path wins.
+        for segment in &new_segments {
+            stats.chunks_added += segment.chunks.len() as u64;
+            state.n_stored += segment.chunks.len() as u64;
+            manifest.segment_ids.push(segment.id);
+            state.segments.push(segment.clone());
+            for row in &segment.rows {
+                stats.chunks_removed += apply_row(state, row);
+            }
+        }
+        if let Some(merged) = self.merge_if_needed(state, &mut manifest, stats)? {
+            state.segments.retain(|s| !merged.replaced.contains(&s.id));
+            let position = state.segments.partition_point(|s| s.id < merged.segment.id);
+            state.segments.insert(position, merged.segment);
+        }
+        manifest.segment_ids = state.segments.iter().map(|s| s.id).collect();
+        let manifest_bytes = manifest.to_bytes();
+        store::write_atomic(&self.cache_dir, store::MANIFEST_FILE, &manifest_bytes)
+            .map_err(io_err(&self.cache_dir.join(store::MANIFEST_FILE)))?;
+        state.manifest = manifest;
+        store::collect_garbage(&self.cache_dir, &state.manifest, Segment::file_name);
+        stats.wrote = true;
+        self.current.store(Arc::new(make_snapshot(
+            &self.root,
+            state,
+            &self.config.bm25,
+        )));
+        Ok(())
+    }
+
+    fn write_segment(&self, segment: &Segment) -> Result<(), IndexError> {
+        let name = Segment::file_name(segment.id);
+        store::write_atomic(&self.cache_dir, &name, &segment.to_bytes())
+            .map_err(io_err(&self.cache_dir.join(name)))
+    }
+
+    /// Reads and chunks changed files, in parallel for big updates. Returns
+    /// one builder per worker.
+    fn build(
+        &self,
+        state: &WriterState,
+        changed: &[WalkEntry],
+        stats: &mut UpdateStats,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Vec<SegmentBuilder> {
+        let total_bytes: u64 = changed
+            .iter()
+            .map(|e| e.size.min(self.config.max_file_size))
+            .sum();
+        let n_workers = if total_bytes < PARALLEL_MIN_BYTES {
+            1
+        } else {
+            rayon::current_num_threads().clamp(1, changed.len().max(1))
+        };
+        // Workers pull files from a shared cursor, each into its own
+        // builder, so a slow file never leaves a core idle.
+        let next = AtomicUsize::new(0);
+        let done = AtomicU64::new(0);
+        let total = changed.len() as u64;
+        let work = || self.build_worker(state, changed, &next, &done, total, progress);
+        let results: Vec<(SegmentBuilder, UpdateStats)> = if n_workers == 1 {
+            vec![work()]
+        } else {
+            use rayon::prelude::*;
+            (0..n_workers).into_par_iter().map(|_| work()).collect()
+        };
+        let mut builders = Vec::with_capacity(results.len());
+        for (builder, worker_stats) in results {
+            stats.files_hashed += worker_stats.files_hashed;
+            stats.files_reparsed += worker_stats.files_reparsed;
+            stats.files_added += worker_stats.files_added;
+            stats.files_skipped += worker_stats.files_skipped;
+            stats.files_unchanged += worker_stats.files_unchanged;
+            builders.push(builder);
+        }
+        builders
+    }
+
+    fn build_worker(
+        &self,
+        state: &WriterState,
+        entries: &[WalkEntry],
+        next: &AtomicUsize,
+        done: &AtomicU64,
+        total: u64,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> (SegmentBuilder, UpdateStats) {
+        let mut builder = SegmentBuilder::new();
+        let mut stats = UpdateStats::default();
+        while let Some(entry) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+            let previous = state.files.get(&entry.rel_path);
+            if previous.is_none() {
+                stats.files_added += 1;
+            }
+            self.build_file(entry, previous, &mut builder, &mut stats);
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_multiple_of(64) || n == total {
+                progress(Progress { done: n, total });
+            }
+        }
+        (builder, stats)
+    }
+
+    fn build_file(
+        &self,
+        entry: &WalkEntry,
+        previous: Option<&FileRow>,
+        builder: &mut SegmentBuilder,
+        stats: &mut UpdateStats,
+    ) {
+        let skip = |builder: &mut SegmentBuilder, hash: [u8; 32], reason: SkipReason| {
+            builder.add_row(FileRow {
+                path: entry.rel_path.clone(),
+                size: entry.size,
+                mtime_ns: entry.mtime_ns,
+                hash,
+                state: FileState::Skipped(reason),
+            });
+        };
+        if entry.size > self.config.max_file_size {
+            stats.files_skipped += 1;
+            return skip(builder, [0; 32], SkipReason::TooLarge);
+        }
+        let bytes = match std::fs::read(&entry.abs_path) {
+            Ok(bytes) => bytes,
+            Err(_) => {
+                stats.files_skipped += 1;
+                return skip(builder, [0; 32], SkipReason::Unreadable);
+            }
+        };
+        stats.files_hashed += 1;
+        let hash = *blake3::hash(&bytes).as_bytes();
+        if let Some(previous) = previous.filter(|p| p.hash == hash) {
+            // Same content, new mtime: keep the chunks, refresh the row.
+            stats.files_unchanged += 1;
+            return builder.add_row(FileRow {
+                size: entry.size,
+                mtime_ns: entry.mtime_ns,
+                ..previous.clone()
+            });
+        }
+        let (text, reason) = classify(&bytes);
+        if let Some(reason) = reason {
+            stats.files_skipped += 1;
+            return skip(builder, hash, reason);
+        }
+        stats.files_reparsed += 1;
+        let chunks = safe_chunk(&entry.rel_path, &text, entry.language);
+        builder.add_file(ParsedFile {
+            path: &entry.rel_path,
+            size: entry.size,
+            mtime_ns: entry.mtime_ns,
+            hash,
+            language: entry.language,
+            text: &text,
+            chunks,
+        });
+    }
+
+    /// Merges segments when there are too many or too much is dead.
+    fn merge_if_needed(
+        &self,
+        state: &WriterState,
+        manifest: &mut Manifest,
+        stats: &mut UpdateStats,
+    ) -> Result<Option<Merged>, IndexError> {
+        let dead_fraction = state.n_dead as f64 / state.n_stored.max(1) as f64;
+        let full = dead_fraction > MAX_DEAD_FRACTION && state.segments.len() > 1;
+        let range = if full {
+            0..state.segments.len()
+        } else if state.segments.len() > MAX_SEGMENTS {
+            KEPT_SEGMENTS..state.segments.len()
+        } else {
+            return Ok(None);
+        };
+        let inputs: Vec<&Segment> = state.segments[range].iter().map(|s| &**s).collect();
+        let dead = &state.dead;
+        let merged = segment::merge(
+            &inputs,
+            &|id| !bit(dead, id),
+            full,
+            manifest.next_segment_id,
+        );
+        manifest.next_segment_id += 1;
+        self.write_segment(&merged)?;
+        stats.segments_merged += inputs.len() as u64;
+        stats.segments_written += 1;
+        Ok(Some(Merged {
+            segment: Arc::new(merged),
+            replaced: inputs.iter().map(|s| s.id).collect(),
+        }))
+    }
+}
+
+/// A segment produced by a merge and the ids of the segments it replaces.
+struct Merged {
+    segment: Arc<Segment>,
+    replaced: Vec<u64>,
+}
+
+/// Makes `row` the winning row of its path; returns how many chunks died.
+fn apply_row(state: &mut WriterState, row: &FileRow) -> u64 {
+    let new_ids: &[u32] = match &row.state {
+        FileState::Indexed { chunk_ids, .. } => chunk_ids,
+        _ => &[],
+    };
+    let mut n_dead = 0;
+    let old = if row.state == FileState::Deleted {
+        state.files.remove(&row.path)
+    } else {
+        state.files.insert(row.path.clone(), row.clone())
+    };
+    if let Some(FileRow {
+        state: FileState::Indexed { chunk_ids, .. },
+        ..
+    }) = old
+    {
+        for id in chunk_ids {
+            if !new_ids.contains(&id) {
+                set_bit(&mut state.dead, id);
+                n_dead += 1;
+            }
+        }
+    }
+    state.n_dead += n_dead;
+    n_dead
+}
+
+/// Decodes file bytes, or says why the file is not indexed.
+fn classify(bytes: &[u8]) -> (String, Option<SkipReason>) {
+    let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
+    if sniff.contains(&0) {
+        return (String::new(), Some(SkipReason::Binary));
+    }
+    let text = String::from_utf8_lossy(bytes).into_owned();
+    let mut n_lines = 0usize;
+    let mut longest = 0usize;
+    for line in text.split('\n') {
+        n_lines += 1;
+        longest = longest.max(line.len());
+    }
+    if longest > MINIFIED_MAX_LINE || (n_lines > 1 && text.len() / n_lines > MINIFIED_AVG_LINE) {
+        return (String::new(), Some(SkipReason::Minified));
+    }
+    (text, None)
+}
+
+/// Chunks a file; a panic inside a grammar or query is contained and the
+/// file is indexed as plain text instead.
+fn safe_chunk(path: &str, text: &str, language: Language) -> Vec<Chunk> {
+    std::panic::catch_unwind(|| chunk_file(path, text, language))
+        .or_else(|_| std::panic::catch_unwind(|| chunk_file(path, text, Language::Text)))
+        .unwrap_or_default()
+}
+
+fn empty_state(root: &str) -> WriterState {
+    WriterState {
+        manifest: Manifest {
+            root: root.to_string(),
+            next_chunk_id: 0,
+            next_segment_id: 1,
+            segment_ids: Vec::new(),
+        },
+        segments: Vec::new(),
+        files: FxHashMap::default(),
+        dead: Vec::new(),
+        n_dead: 0,
+        n_stored: 0,
+    }
+}
+
+/// Loads the committed state. `Ok(None)`: there is no cache yet.
+fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterState>, String> {
+    // A reader may race a writer that merges and deletes segment files
+    // right after committing a new manifest: retry with the new manifest.
+    let attempts = if is_writer { 1 } else { 5 };
+    let mut last_error = String::new();
+    for attempt in 0..attempts {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        match load_once(cache_dir, root) {
+            Ok(state) => return Ok(state),
+            Err(err) => last_error = err,
+        }
+    }
+    Err(last_error)
+}
+
+fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String> {
+    let manifest_path = cache_dir.join(store::MANIFEST_FILE);
+    let bytes = match std::fs::read(&manifest_path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(format!("reading {}: {err}", manifest_path.display())),
+    };
+    let manifest =
+        Manifest::from_bytes(&bytes).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
+    if manifest.root != root {
+        return Err(format!("it belongs to {}", manifest.root));
+    }
+    let mut state = empty_state(root);
+    for id in &manifest.segment_ids {
+        let path = cache_dir.join(Segment::file_name(*id));
+        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let segment =
+            Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        if segment.id != *id {
+            return Err(format!("{}: wrong segment id", path.display()));
+        }
+        if segment
+            .last_chunk_id()
+            .is_some_and(|last| last >= manifest.next_chunk_id)
+        {
+            return Err(format!("{}: chunk ids beyond the manifest", path.display()));
+        }
+        state.n_stored += segment.chunks.len() as u64;
+        state.segments.push(Arc::new(segment));
+    }
+    // Every stored chunk starts dead; the winning rows revive theirs.
+    for segment in &state.segments {
+        for chunk in &segment.chunks {
+            set_bit(&mut state.dead, chunk.chunk_id);
+        }
+    }
+    state.n_dead = state.n_stored;
+    let segments = state.segments.clone();
+    for segment in &segments {
+        for row in &segment.rows {
+            apply_row(&mut state, row);
+        }
+    }
+    let mut n_live = 0u64;
+    for row in state.files.values() {
+        if let FileState::Indexed { chunk_ids, .. } = &row.state {
+            for id in chunk_ids {
+                if let Some(word) = state.dead.get_mut(*id as usize / 64) {
+                    *word &= !(1 << (id % 64));
+                }
+                n_live += 1;
+            }
+        }
+    }
+    state.n_dead = state.n_stored.saturating_sub(n_live);
+    state.manifest = manifest;
+    Ok(Some(state))
+}
+
+fn make_snapshot(root: &Path, state: &WriterState, bm25: &Bm25Config) -> Snapshot {
+    let mut stats = CorpusStats::default();
+    for segment in &state.segments {
+        stats.add(&segment.lexical);
+    }
+    let mut summary = Summary {
+        segments: state.segments.len() as u64,
+        ..Summary::default()
+    };
+    for row in state.files.values() {
+        match &row.state {
+            FileState::Indexed {
+                language,
+                chunk_ids,
+            } => {
+                summary.files_indexed += 1;
+                summary.chunks += chunk_ids.len() as u64;
+                *summary.languages.entry(language.name()).or_default() += 1;
+            }
+            FileState::Skipped(reason) => *summary.skipped.entry(reason.name()).or_default() += 1,
+            FileState::Deleted => {}
+        }
+    }
+    Snapshot {
+        root: root.to_path_buf(),
+        segments: state.segments.clone(),
+        dead: Arc::new(state.dead.clone()),
+        stats,
+        summary,
+        bm25: bm25.clone(),
+    }
+}

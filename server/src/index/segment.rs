@@ -1,0 +1,528 @@
+//! Segments: the immutable unit of the index, in memory and on disk.
+//!
+//! A segment holds the file rows written by one update (indexed, skipped or
+//! deleted files), the chunks parsed in that update, their postings and
+//! their symbol table. Newer segments supersede older rows for the same
+//! path; a chunk is live while the winning row of its path lists it.
+//! Invariants: chunk ids inside a segment are strictly ascending and a
+//! segment's ids are all larger than those of the segments before it; a
+//! segment file is written once and never modified.
+//! Never: decide liveness (the index owns that), read source files.
+
+use crate::chunk::{Chunk, ChunkKind, Language};
+use crate::codec::{frame, unframe, FormatError, Reader, Writer};
+use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
+use crate::symbols::{SymbolRecord, SymbolTable};
+
+pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
+pub const SEGMENT_VERSION: u32 = 1;
+
+/// Why a file is in the walk but not in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SkipReason {
+    Binary,
+    TooLarge,
+    Minified,
+    Unreadable,
+}
+
+impl SkipReason {
+    pub const ALL: [SkipReason; 4] = [
+        SkipReason::Binary,
+        SkipReason::TooLarge,
+        SkipReason::Minified,
+        SkipReason::Unreadable,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::Binary => "binary",
+            SkipReason::TooLarge => "too large",
+            SkipReason::Minified => "minified",
+            SkipReason::Unreadable => "unreadable",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileState {
+    Indexed {
+        language: Language,
+        chunk_ids: Vec<u32>,
+    },
+    Skipped(SkipReason),
+    Deleted,
+}
+
+/// What the index knows about one path as of one segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRow {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub hash: [u8; 32],
+    pub state: FileState,
+}
+
+/// A chunk as stored: everything but its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkRecord {
+    pub chunk_id: u32,
+    /// Index into `Segment::paths`.
+    pub path_idx: u32,
+    pub language: Language,
+    pub kind: ChunkKind,
+    pub name: Box<str>,
+    pub qualified_name: Box<str>,
+    pub container: Option<Box<str>>,
+    pub byte_start: u32,
+    pub byte_end: u32,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub signature: Box<str>,
+}
+
+pub struct Segment {
+    pub id: u64,
+    pub rows: Vec<FileRow>,
+    pub paths: Vec<Box<str>>,
+    pub chunks: Vec<ChunkRecord>,
+    pub lexical: LexicalSegment,
+    pub symbols: SymbolTable,
+}
+
+impl Segment {
+    pub fn path_of(&self, chunk: &ChunkRecord) -> &str {
+        self.paths.get(chunk.path_idx as usize).map_or("", |p| p)
+    }
+
+    /// Position of `chunk_id` in `chunks`.
+    pub fn position(&self, chunk_id: u32) -> Option<usize> {
+        self.chunks
+            .binary_search_by_key(&chunk_id, |c| c.chunk_id)
+            .ok()
+    }
+
+    pub fn first_chunk_id(&self) -> Option<u32> {
+        self.chunks.first().map(|c| c.chunk_id)
+    }
+
+    pub fn last_chunk_id(&self) -> Option<u32> {
+        self.chunks.last().map(|c| c.chunk_id)
+    }
+
+    pub fn file_name(id: u64) -> String {
+        format!("seg-{id:016x}.qseg")
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.u64(self.id);
+        w.varint(self.paths.len() as u64);
+        for path in &self.paths {
+            w.str(path);
+        }
+        w.varint(self.chunks.len() as u64);
+        let mut prev_id = 0u32;
+        for chunk in &self.chunks {
+            w.varint(u64::from(chunk.chunk_id - prev_id));
+            prev_id = chunk.chunk_id;
+            w.varint(u64::from(chunk.path_idx));
+            w.u8(chunk.language.code());
+            w.u8(chunk.kind.code());
+            w.str(&chunk.name);
+            w.str(&chunk.qualified_name);
+            w.str(chunk.container.as_deref().unwrap_or(""));
+            w.varint(u64::from(chunk.byte_start));
+            w.varint(u64::from(chunk.byte_end - chunk.byte_start));
+            w.varint(u64::from(chunk.start_line));
+            w.varint(u64::from(chunk.end_line - chunk.start_line));
+            w.str(&chunk.signature);
+        }
+        w.varint(self.rows.len() as u64);
+        for row in &self.rows {
+            w.str(&row.path);
+            w.varint(row.size);
+            w.u64(row.mtime_ns);
+            w.buf.extend_from_slice(&row.hash);
+            match &row.state {
+                FileState::Indexed {
+                    language,
+                    chunk_ids,
+                } => {
+                    w.u8(0);
+                    w.u8(language.code());
+                    w.varint(chunk_ids.len() as u64);
+                    for id in chunk_ids {
+                        w.varint(u64::from(*id));
+                    }
+                }
+                FileState::Skipped(reason) => {
+                    w.u8(1);
+                    w.u8(*reason as u8);
+                }
+                FileState::Deleted => w.u8(2),
+            }
+        }
+        self.lexical.write_to(&mut w);
+        let mut symbols = Vec::new();
+        self.symbols.write_to(&mut symbols);
+        w.bytes(&symbols);
+        frame(SEGMENT_MAGIC, SEGMENT_VERSION, &w.buf)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Segment, FormatError> {
+        let payload = unframe(bytes, SEGMENT_MAGIC, "segment", SEGMENT_VERSION)?;
+        let mut r = Reader::new(payload);
+        let id = r.u64()?;
+        let n_paths = r.len()?;
+        let mut paths = Vec::with_capacity(n_paths);
+        for _ in 0..n_paths {
+            paths.push(Box::from(r.str()?));
+        }
+        let n_chunks = r.len()?;
+        let mut chunks = Vec::with_capacity(n_chunks);
+        let mut prev_id = 0u32;
+        for i in 0..n_chunks {
+            let delta = r.varint_u32()?;
+            if i > 0 && delta == 0 {
+                return Err(invalid("chunk ids not ascending"));
+            }
+            let chunk_id = prev_id
+                .checked_add(delta)
+                .ok_or_else(|| invalid("chunk id overflow"))?;
+            prev_id = chunk_id;
+            let path_idx = r.varint_u32()?;
+            if path_idx as usize >= paths.len() {
+                return Err(invalid("chunk path out of range"));
+            }
+            let language =
+                Language::from_code(r.u8()?).ok_or_else(|| invalid("unknown language"))?;
+            let kind = ChunkKind::from_code(r.u8()?).ok_or_else(|| invalid("unknown kind"))?;
+            let name = Box::from(r.str()?);
+            let qualified_name = Box::from(r.str()?);
+            let container = r.str()?;
+            let container = (!container.is_empty()).then(|| Box::from(container));
+            let byte_start = r.varint_u32()?;
+            let byte_end = byte_start
+                .checked_add(r.varint_u32()?)
+                .ok_or_else(|| invalid("byte range"))?;
+            let start_line = r.varint_u32()?;
+            let end_line = start_line
+                .checked_add(r.varint_u32()?)
+                .ok_or_else(|| invalid("line range"))?;
+            let signature = Box::from(r.str()?);
+            chunks.push(ChunkRecord {
+                chunk_id,
+                path_idx,
+                language,
+                kind,
+                name,
+                qualified_name,
+                container,
+                byte_start,
+                byte_end,
+                start_line,
+                end_line,
+                signature,
+            });
+        }
+        let n_rows = r.len()?;
+        let mut rows = Vec::with_capacity(n_rows);
+        for _ in 0..n_rows {
+            let path = r.str()?.to_string();
+            let size = r.varint()?;
+            let mtime_ns = r.u64()?;
+            let mut hash = [0u8; 32];
+            for byte in &mut hash {
+                *byte = r.u8()?;
+            }
+            let state = match r.u8()? {
+                0 => {
+                    let language =
+                        Language::from_code(r.u8()?).ok_or_else(|| invalid("unknown language"))?;
+                    let n = r.len()?;
+                    let mut chunk_ids = Vec::with_capacity(n);
+                    for _ in 0..n {
+                        chunk_ids.push(r.varint_u32()?);
+                    }
+                    FileState::Indexed {
+                        language,
+                        chunk_ids,
+                    }
+                }
+                1 => {
+                    let code = r.u8()? as usize;
+                    let reason = *SkipReason::ALL
+                        .get(code)
+                        .ok_or_else(|| invalid("unknown skip reason"))?;
+                    FileState::Skipped(reason)
+                }
+                2 => FileState::Deleted,
+                _ => return Err(invalid("unknown file state")),
+            };
+            rows.push(FileRow {
+                path,
+                size,
+                mtime_ns,
+                hash,
+                state,
+            });
+        }
+        let lexical = LexicalSegment::read_from(&mut r)?;
+        if lexical.n_docs() as usize != chunks.len() {
+            return Err(invalid("postings and chunks disagree"));
+        }
+        let symbols = SymbolTable::read_from(r.bytes()?)
+            .map_err(|e| FormatError::Invalid(format!("symbol table: {e}")))?;
+        if !r.is_empty() {
+            return Err(invalid("trailing bytes"));
+        }
+        Ok(Segment {
+            id,
+            rows,
+            paths,
+            chunks,
+            lexical,
+            symbols,
+        })
+    }
+}
+
+fn invalid(what: &str) -> FormatError {
+    FormatError::Invalid(what.to_string())
+}
+
+/// The parsed content of one file, ready to be added to a segment.
+pub struct ParsedFile<'a> {
+    pub path: &'a str,
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub hash: [u8; 32],
+    pub language: Language,
+    pub text: &'a str,
+    pub chunks: Vec<Chunk>,
+}
+
+/// Accumulates files into a new segment. Chunks get local numbers here and
+/// their global ids when the segment is finished.
+#[derive(Default)]
+pub struct SegmentBuilder {
+    rows: Vec<FileRow>,
+    /// Rows whose chunk ids are local numbers, to be offset at finish.
+    local_rows: Vec<bool>,
+    paths: Vec<Box<str>>,
+    chunks: Vec<ChunkRecord>,
+    lexical: LexicalBuilder,
+}
+
+impl SegmentBuilder {
+    pub fn new() -> SegmentBuilder {
+        SegmentBuilder::default()
+    }
+
+    pub fn n_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub fn n_rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Adds a row that does not bring chunks (skipped, deleted, or an
+    /// unchanged file whose existing chunk ids stay live).
+    pub fn add_row(&mut self, row: FileRow) {
+        self.rows.push(row);
+        self.local_rows.push(false);
+    }
+
+    /// Adds a parsed file: its row, its chunks and their postings.
+    pub fn add_file(&mut self, file: ParsedFile<'_>) {
+        let path_idx = self.paths.len() as u32;
+        self.paths.push(Box::from(file.path));
+        let mut chunks = file.chunks;
+        chunks.sort_by(|a, b| {
+            a.byte_start
+                .cmp(&b.byte_start)
+                .then(b.byte_end.cmp(&a.byte_end))
+        });
+        let bodies = bodies_without_children(file.text, &chunks);
+        let mut chunk_ids = Vec::with_capacity(chunks.len());
+        for (chunk, body) in chunks.into_iter().zip(bodies) {
+            let local = self.chunks.len() as u32;
+            self.lexical.add_doc(&DocFields {
+                name: &chunk.name,
+                qualified_name: &chunk.qualified_name,
+                path: file.path,
+                signature: &chunk.signature,
+                doc: &chunk.doc,
+                body: &body,
+            });
+            chunk_ids.push(local);
+            self.chunks.push(ChunkRecord {
+                chunk_id: local,
+                path_idx,
+                language: chunk.language,
+                kind: chunk.kind,
+                name: chunk.name.into(),
+                qualified_name: chunk.qualified_name.into(),
+                container: chunk.container.map(Into::into),
+                byte_start: chunk.byte_start,
+                byte_end: chunk.byte_end,
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                signature: chunk.signature.into(),
+            });
+        }
+        self.rows.push(FileRow {
+            path: file.path.to_string(),
+            size: file.size,
+            mtime_ns: file.mtime_ns,
+            hash: file.hash,
+            state: FileState::Indexed {
+                language: file.language,
+                chunk_ids,
+            },
+        });
+        self.local_rows.push(true);
+    }
+
+    /// Gives the chunks their global ids (`first_chunk_id` upwards) and
+    /// freezes the segment.
+    pub fn finish(mut self, id: u64, first_chunk_id: u32) -> Segment {
+        for chunk in &mut self.chunks {
+            chunk.chunk_id += first_chunk_id;
+        }
+        for (row, local) in self.rows.iter_mut().zip(&self.local_rows) {
+            if let (true, FileState::Indexed { chunk_ids, .. }) = (*local, &mut row.state) {
+                for id in chunk_ids {
+                    *id += first_chunk_id;
+                }
+            }
+        }
+        let symbols = build_symbols(&self.chunks);
+        Segment {
+            id,
+            rows: self.rows,
+            paths: self.paths,
+            chunks: self.chunks,
+            lexical: self.lexical.finish(),
+            symbols,
+        }
+    }
+}
+
+pub(crate) fn build_symbols(chunks: &[ChunkRecord]) -> SymbolTable {
+    SymbolTable::build(
+        chunks
+            .iter()
+            .filter(|c| c.kind.is_definition())
+            .map(|c| SymbolRecord {
+                chunk_id: c.chunk_id,
+                name: &c.name,
+                qualified_name: &c.qualified_name,
+                kind: c.kind,
+            }),
+    )
+}
+
+/// The text of each chunk without the text of the chunks nested in it, so a
+/// class or impl block is not a second hit for every method it contains.
+/// `chunks` must be sorted by (start ascending, end descending).
+fn bodies_without_children<'t>(text: &'t str, chunks: &[Chunk]) -> Vec<Vec<&'t str>> {
+    let slice =
+        |start: u32, end: u32| -> &'t str { text.get(start as usize..end as usize).unwrap_or("") };
+    // Direct children of each chunk, found with a stack of open ranges.
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    for (i, chunk) in chunks.iter().enumerate() {
+        while let Some(&top) = stack.last() {
+            if chunks[top].byte_end >= chunk.byte_end && chunks[top].byte_start <= chunk.byte_start
+            {
+                break;
+            }
+            stack.pop();
+        }
+        if let Some(&parent) = stack.last() {
+            children[parent].push(i);
+        }
+        stack.push(i);
+    }
+    chunks
+        .iter()
+        .zip(children)
+        .map(|(chunk, kids)| {
+            let mut pieces = Vec::with_capacity(kids.len() + 1);
+            let mut cursor = chunk.byte_start;
+            for kid in kids {
+                let kid = &chunks[kid];
+                if kid.byte_start > cursor {
+                    pieces.push(slice(cursor, kid.byte_start));
+                }
+                cursor = cursor.max(kid.byte_end);
+            }
+            if chunk.byte_end > cursor {
+                pieces.push(slice(cursor, chunk.byte_end));
+            }
+            pieces
+        })
+        .collect()
+}
+
+/// Joins the live content of `segments` (oldest first) into one segment.
+/// Rows: the newest row per path; `Deleted` rows are dropped when
+/// `drop_deleted` (a full merge, where nothing older remains to supersede).
+pub fn merge(
+    segments: &[&Segment],
+    is_live: &dyn Fn(u32) -> bool,
+    drop_deleted: bool,
+    id: u64,
+) -> Segment {
+    let mut rows: Vec<FileRow> = Vec::new();
+    let mut row_of_path: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    for segment in segments {
+        for row in &segment.rows {
+            match row_of_path.get(row.path.as_str()) {
+                Some(&idx) => rows[idx] = row.clone(),
+                None => {
+                    row_of_path.insert(&row.path, rows.len());
+                    rows.push(row.clone());
+                }
+            }
+        }
+    }
+    if drop_deleted {
+        rows.retain(|row| row.state != FileState::Deleted);
+    }
+    let mut lexical = LexicalBuilder::new();
+    let mut paths: Vec<Box<str>> = Vec::new();
+    let mut path_ids: rustc_hash::FxHashMap<Box<str>, u32> = Default::default();
+    let mut chunks = Vec::new();
+    for segment in segments {
+        let keep: Vec<bool> = segment.chunks.iter().map(|c| is_live(c.chunk_id)).collect();
+        lexical.append_segment(&segment.lexical, &keep);
+        for (chunk, kept) in segment.chunks.iter().zip(&keep) {
+            if !kept {
+                continue;
+            }
+            let path = segment.path_of(chunk);
+            let path_idx = *path_ids.entry(Box::from(path)).or_insert_with(|| {
+                paths.push(Box::from(path));
+                (paths.len() - 1) as u32
+            });
+            chunks.push(ChunkRecord {
+                path_idx,
+                ..chunk.clone()
+            });
+        }
+    }
+    let symbols = build_symbols(&chunks);
+    Segment {
+        id,
+        rows,
+        paths,
+        chunks,
+        lexical: lexical.finish(),
+        symbols,
+    }
+}

@@ -1,0 +1,216 @@
+//! The cache directory: where a workspace's index lives on disk.
+//!
+//! Layout: `manifest.qman` (the list of committed segments), one
+//! `seg-*.qseg` file per segment, and `lock` (the advisory writer lock).
+//! Every write goes to a temporary file, is fsynced and renamed into place,
+//! so a crash leaves either the old or the new manifest, never a torn one.
+//! Invariants: the manifest only names segment files that were fully
+//! written before it; files the manifest does not name are garbage.
+//! Never: interpret segment contents.
+
+use crate::codec::{frame, unframe, FormatError, Reader, Writer};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST_MAGIC: &[u8; 4] = b"QMAN";
+/// Bump when anything in the on-disk format changes; an older cache is
+/// then rebuilt from scratch.
+pub const SCHEMA_VERSION: u32 = 1;
+pub const MANIFEST_FILE: &str = "manifest.qman";
+pub const LOCK_FILE: &str = "lock";
+
+/// The committed state: which segments make up the index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
+    pub root: String,
+    pub next_chunk_id: u32,
+    pub next_segment_id: u64,
+    pub segment_ids: Vec<u64>,
+}
+
+impl Manifest {
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        w.str(&self.root);
+        w.u32(self.next_chunk_id);
+        w.u64(self.next_segment_id);
+        w.varint(self.segment_ids.len() as u64);
+        for id in &self.segment_ids {
+            w.u64(*id);
+        }
+        frame(MANIFEST_MAGIC, SCHEMA_VERSION, &w.buf)
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Manifest, FormatError> {
+        let payload = unframe(bytes, MANIFEST_MAGIC, "manifest", SCHEMA_VERSION)?;
+        let mut r = Reader::new(payload);
+        let root = r.str()?.to_string();
+        let next_chunk_id = r.u32()?;
+        let next_segment_id = r.u64()?;
+        let n = r.len()?;
+        let mut segment_ids = Vec::with_capacity(n);
+        for _ in 0..n {
+            segment_ids.push(r.u64()?);
+        }
+        if segment_ids.windows(2).any(|w| w[0] >= w[1])
+            || segment_ids
+                .last()
+                .is_some_and(|last| *last >= next_segment_id)
+        {
+            return Err(FormatError::Invalid("segment ids out of order".into()));
+        }
+        Ok(Manifest {
+            root,
+            next_chunk_id,
+            next_segment_id,
+            segment_ids,
+        })
+    }
+}
+
+/// The default cache directory for a workspace root:
+/// `$XDG_CACHE_HOME/quarry/v<schema>/<name>-<hash>` (or `~/.cache/...`).
+pub fn default_cache_dir(root: &Path) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "root".into())
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
+    base.join("quarry")
+        .join(format!("v{SCHEMA_VERSION}"))
+        .join(format!("{name}-{}", &hash[..16]))
+}
+
+/// Writes `bytes` to `dir/name` atomically: temp file, fsync, rename, fsync dir.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(
+        "{name}.tmp-{}-{}",
+        std::process::id(),
+        unique_suffix()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, dir.join(name))?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    COUNTER.fetch_add(1, Ordering::Relaxed)
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Tries to take the writer lock of a cache directory without waiting.
+/// `Ok(None)` means another process holds it.
+pub fn try_lock(dir: &Path) -> io::Result<Option<File>> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(LOCK_FILE))?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(err)) => Err(err),
+    }
+}
+
+/// Removes temporary files and segment files the manifest does not name.
+/// Only the lock holder may call this.
+pub fn collect_garbage(dir: &Path, manifest: &Manifest, segment_file_name: fn(u64) -> String) {
+    let keep: std::collections::HashSet<String> = manifest
+        .segment_ids
+        .iter()
+        .map(|id| segment_file_name(*id))
+        .collect();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let garbage = name.contains(".tmp-") || (name.starts_with("seg-") && !keep.contains(name));
+        if garbage {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trip_and_validation() {
+        let manifest = Manifest {
+            root: "/w".into(),
+            next_chunk_id: 10,
+            next_segment_id: 5,
+            segment_ids: vec![1, 3, 4],
+        };
+        assert_eq!(
+            Manifest::from_bytes(&manifest.to_bytes()),
+            Ok(manifest.clone())
+        );
+        let bad = Manifest {
+            segment_ids: vec![3, 1],
+            ..manifest
+        };
+        assert!(Manifest::from_bytes(&bad.to_bytes()).is_err());
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_atomic(dir.path(), "f", b"one").expect("write");
+        write_atomic(dir.path(), "f", b"two").expect("write");
+        assert_eq!(fs::read(dir.path().join("f")).expect("read"), b"two");
+        assert_eq!(fs::read_dir(dir.path()).expect("ls").count(), 1);
+    }
+
+    #[test]
+    fn second_lock_is_refused_while_held() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = try_lock(dir.path()).expect("lock");
+        assert!(first.is_some());
+        assert!(try_lock(dir.path()).expect("lock").is_none());
+        drop(first);
+        assert!(try_lock(dir.path()).expect("lock").is_some());
+    }
+}

@@ -1,0 +1,585 @@
+//! Lexical stage: BM25F postings over chunks.
+//!
+//! Owns: the tokenizer, query parsing, the per-segment term dictionary (an
+//! fst map from term to ordinal), postings and field lengths, and BM25F
+//! scoring. A `LexicalSegment` is immutable; the index module stacks
+//! segments and merges them.
+//! Invariants: postings of a term are sorted by document (chunk position in
+//! its segment) and hold one entry per document; documents are numbered
+//! densely from 0 in insertion order.
+//! Never: file-system access, chunking, protocol types.
+
+pub mod query;
+pub mod tokenize;
+
+use crate::codec::{get_varint, put_varint, FormatError, Reader, Writer};
+use rustc_hash::FxHashMap;
+
+pub use query::{Phrase, Query};
+
+/// The fields of a chunk document, in storage order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Name = 0,
+    QualifiedName = 1,
+    Path = 2,
+    SignatureDoc = 3,
+    Body = 4,
+}
+
+pub const N_FIELDS: usize = 5;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FieldParams {
+    pub weight: f32,
+    pub b: f32,
+}
+
+/// BM25F parameters: one saturation constant and per-field weight and
+/// length normalisation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bm25Config {
+    pub k1: f32,
+    pub fields: [FieldParams; N_FIELDS],
+}
+
+impl Default for Bm25Config {
+    fn default() -> Self {
+        Bm25Config {
+            k1: 1.2,
+            fields: [
+                FieldParams {
+                    weight: 6.0,
+                    b: 0.5,
+                },
+                FieldParams {
+                    weight: 4.0,
+                    b: 0.5,
+                },
+                FieldParams {
+                    weight: 1.0,
+                    b: 0.5,
+                },
+                FieldParams {
+                    weight: 2.0,
+                    b: 0.6,
+                },
+                FieldParams {
+                    weight: 1.0,
+                    b: 0.75,
+                },
+            ],
+        }
+    }
+}
+
+/// The text of one chunk, field by field. The body may come in pieces
+/// (a container's text without its children).
+pub struct DocFields<'a> {
+    pub name: &'a str,
+    pub qualified_name: &'a str,
+    pub path: &'a str,
+    pub signature: &'a str,
+    pub doc: &'a str,
+    pub body: &'a [&'a str],
+}
+
+/// Builds one segment's postings, document by document.
+#[derive(Default)]
+pub struct LexicalBuilder {
+    term_ids: FxHashMap<Box<str>, u32>,
+    postings: Vec<Vec<u8>>,
+    last_doc: Vec<u32>,
+    df: Vec<u32>,
+    field_lens: Vec<[u16; N_FIELDS]>,
+    /// Scratch for `add_doc`: per-term counts of the current document
+    /// (indexed by term id) and the ids it touched.
+    doc_counts: Vec<[u32; N_FIELDS]>,
+    doc_terms: Vec<u32>,
+}
+
+impl LexicalBuilder {
+    pub fn new() -> LexicalBuilder {
+        LexicalBuilder::default()
+    }
+
+    pub fn n_docs(&self) -> u32 {
+        self.field_lens.len() as u32
+    }
+
+    fn term_id(&mut self, term: &str) -> u32 {
+        if let Some(id) = self.term_ids.get(term) {
+            return *id;
+        }
+        let id = self.postings.len() as u32;
+        self.term_ids.insert(term.into(), id);
+        self.postings.push(Vec::new());
+        self.last_doc.push(u32::MAX);
+        self.df.push(0);
+        self.doc_counts.push([0; N_FIELDS]);
+        id
+    }
+
+    /// Tokenizes and adds one document; returns its number.
+    pub fn add_doc(&mut self, doc: &DocFields<'_>) -> u32 {
+        let mut lens = [0u32; N_FIELDS];
+        let fields: [(Field, &str); 5] = [
+            (Field::Name, doc.name),
+            (Field::QualifiedName, doc.qualified_name),
+            (Field::Path, doc.path),
+            (Field::SignatureDoc, doc.signature),
+            (Field::SignatureDoc, doc.doc),
+        ];
+        let body = doc.body.iter().map(|piece| (Field::Body, *piece));
+        for (field, text) in fields.into_iter().chain(body) {
+            let f = field as usize;
+            tokenize::tokenize(text, &mut |token| {
+                let id = self.term_id(token);
+                let counts = &mut self.doc_counts[id as usize];
+                if counts.iter().all(|c| *c == 0) {
+                    self.doc_terms.push(id);
+                }
+                counts[f] += 1;
+                lens[f] += 1;
+            });
+        }
+        let doc_id = self.n_docs();
+        self.field_lens
+            .push(lens.map(|l| u16::try_from(l).unwrap_or(u16::MAX)));
+        let doc_terms = std::mem::take(&mut self.doc_terms);
+        for &term_id in &doc_terms {
+            let tfs = std::mem::take(&mut self.doc_counts[term_id as usize]);
+            self.push_posting(term_id, doc_id, &tfs);
+        }
+        self.doc_terms = doc_terms;
+        self.doc_terms.clear();
+        doc_id
+    }
+
+    fn push_posting(&mut self, term_id: u32, doc_id: u32, tfs: &[u32; N_FIELDS]) {
+        let idx = term_id as usize;
+        let last = self.last_doc[idx];
+        let delta = if last == u32::MAX {
+            doc_id
+        } else {
+            doc_id - last
+        };
+        let buf = &mut self.postings[idx];
+        put_varint(buf, u64::from(delta));
+        let mut mask = 0u8;
+        for (f, tf) in tfs.iter().enumerate() {
+            if *tf > 0 {
+                mask |= 1 << f;
+            }
+        }
+        buf.push(mask);
+        for tf in tfs.iter().filter(|tf| **tf > 0) {
+            put_varint(buf, u64::from(*tf));
+        }
+        self.last_doc[idx] = doc_id;
+        self.df[idx] += 1;
+    }
+
+    /// Copies the live documents of `segment` (in order) into this builder.
+    /// `new_doc[d]` is `Some(n)` for a kept document `d`, where `n` counts up
+    /// from this builder's `n_docs()` at the time of the call.
+    pub fn append_segment(&mut self, segment: &LexicalSegment, keep: &[bool]) -> Vec<Option<u32>> {
+        let mut new_doc = Vec::with_capacity(segment.field_lens.len());
+        for (d, lens) in segment.field_lens.iter().enumerate() {
+            if keep.get(d).copied().unwrap_or(false) {
+                new_doc.push(Some(self.n_docs()));
+                self.field_lens.push(*lens);
+            } else {
+                new_doc.push(None);
+            }
+        }
+        let mut stream = segment.terms.stream();
+        use fst::Streamer;
+        while let Some((term, ordinal)) = stream.next() {
+            let Ok(term) = std::str::from_utf8(term) else {
+                continue;
+            };
+            let mut term_id = None;
+            for posting in segment.postings_at(ordinal as usize) {
+                let Some(Some(doc)) = new_doc.get(posting.doc as usize) else {
+                    continue;
+                };
+                let id = *term_id.get_or_insert_with(|| self.term_id(term));
+                self.push_posting(id, *doc, &posting.tfs);
+            }
+        }
+        new_doc
+    }
+
+    pub fn finish(self) -> LexicalSegment {
+        let mut order: Vec<(&str, u32)> = self
+            .term_ids
+            .iter()
+            .filter(|(_, id)| self.df[**id as usize] > 0)
+            .map(|(t, id)| (&**t, *id))
+            .collect();
+        order.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut map_builder = fst::MapBuilder::memory();
+        let mut df = Vec::with_capacity(order.len());
+        let mut offsets = Vec::with_capacity(order.len() + 1);
+        let total: usize = self.postings.iter().map(Vec::len).sum();
+        let mut postings = Vec::with_capacity(total);
+        for (ordinal, (term, id)) in order.iter().enumerate() {
+            // Keys are sorted and distinct, so insertion cannot fail.
+            let _ = map_builder.insert(term, ordinal as u64);
+            df.push(self.df[*id as usize]);
+            offsets.push(postings.len() as u64);
+            postings.extend_from_slice(&self.postings[*id as usize]);
+        }
+        offsets.push(postings.len() as u64);
+        let fst_bytes = map_builder.into_inner().unwrap_or_default();
+        let terms = fst::Map::new(fst_bytes).unwrap_or_default();
+        let mut sums = [0u64; N_FIELDS];
+        for lens in &self.field_lens {
+            for (s, l) in sums.iter_mut().zip(lens) {
+                *s += u64::from(*l);
+            }
+        }
+        LexicalSegment {
+            terms,
+            df,
+            offsets,
+            postings,
+            field_lens: self.field_lens,
+            sums,
+        }
+    }
+}
+
+/// One posting: a document and its term frequency per field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posting {
+    pub doc: u32,
+    pub tfs: [u32; N_FIELDS],
+}
+
+/// Immutable postings of one segment.
+pub struct LexicalSegment {
+    terms: fst::Map<Vec<u8>>,
+    df: Vec<u32>,
+    offsets: Vec<u64>,
+    postings: Vec<u8>,
+    field_lens: Vec<[u16; N_FIELDS]>,
+    sums: [u64; N_FIELDS],
+}
+
+impl LexicalSegment {
+    pub fn n_docs(&self) -> u32 {
+        self.field_lens.len() as u32
+    }
+
+    pub fn n_terms(&self) -> usize {
+        self.df.len()
+    }
+
+    pub fn field_len_sums(&self) -> [u64; N_FIELDS] {
+        self.sums
+    }
+
+    pub fn postings_bytes(&self) -> usize {
+        self.postings.len()
+    }
+
+    /// Ordinal of `term`, if this segment has it.
+    pub fn term_ordinal(&self, term: &str) -> Option<usize> {
+        self.terms.get(term).map(|o| o as usize)
+    }
+
+    pub fn df(&self, ordinal: usize) -> u32 {
+        self.df.get(ordinal).copied().unwrap_or(0)
+    }
+
+    pub fn postings_at(&self, ordinal: usize) -> PostingIter<'_> {
+        let start = self.offsets.get(ordinal).copied().unwrap_or(0) as usize;
+        let end = self.offsets.get(ordinal + 1).copied().unwrap_or(0) as usize;
+        PostingIter {
+            buf: self.postings.get(start..end).unwrap_or(&[]),
+            pos: 0,
+            doc: None,
+        }
+    }
+
+    pub fn write_to(&self, w: &mut Writer) {
+        w.bytes(self.terms.as_fst().as_bytes());
+        w.varint(self.df.len() as u64);
+        for (df, offset) in self.df.iter().zip(&self.offsets) {
+            w.varint(u64::from(*df));
+            w.varint(*offset);
+        }
+        w.bytes(&self.postings);
+        w.varint(self.field_lens.len() as u64);
+        for lens in &self.field_lens {
+            for l in lens {
+                w.varint(u64::from(*l));
+            }
+        }
+    }
+
+    pub fn read_from(r: &mut Reader<'_>) -> Result<LexicalSegment, FormatError> {
+        let fst_bytes = r.bytes()?.to_vec();
+        let terms = fst::Map::new(fst_bytes)
+            .map_err(|e| FormatError::Invalid(format!("term dictionary: {e}")))?;
+        let n_terms = r.len()?;
+        if n_terms != terms.len() {
+            return Err(FormatError::Invalid("term count mismatch".into()));
+        }
+        let mut df = Vec::with_capacity(n_terms);
+        let mut offsets = Vec::with_capacity(n_terms + 1);
+        for _ in 0..n_terms {
+            df.push(r.varint_u32()?);
+            offsets.push(r.varint()?);
+        }
+        let postings = r.bytes()?.to_vec();
+        offsets.push(postings.len() as u64);
+        if offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(FormatError::Invalid("postings offsets out of order".into()));
+        }
+        let n_docs = r.len()?;
+        let mut field_lens = Vec::with_capacity(n_docs);
+        let mut sums = [0u64; N_FIELDS];
+        for _ in 0..n_docs {
+            let mut lens = [0u16; N_FIELDS];
+            for (f, l) in lens.iter_mut().enumerate() {
+                let value = r.varint()?;
+                *l = u16::try_from(value)
+                    .map_err(|_| FormatError::Invalid("field length".into()))?;
+                sums[f] += value;
+            }
+            field_lens.push(lens);
+        }
+        Ok(LexicalSegment {
+            terms,
+            df,
+            offsets,
+            postings,
+            field_lens,
+            sums,
+        })
+    }
+}
+
+/// Decodes one term's postings. Stops quietly at malformed bytes.
+pub struct PostingIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    doc: Option<u32>,
+}
+
+impl Iterator for PostingIter<'_> {
+    type Item = Posting;
+
+    fn next(&mut self) -> Option<Posting> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let delta = u32::try_from(get_varint(self.buf, &mut self.pos)?).ok()?;
+        let doc = match self.doc {
+            None => delta,
+            Some(prev) => prev.checked_add(delta)?,
+        };
+        self.doc = Some(doc);
+        let mask = *self.buf.get(self.pos)?;
+        self.pos += 1;
+        let mut tfs = [0u32; N_FIELDS];
+        for (f, tf) in tfs.iter_mut().enumerate() {
+            if mask & (1 << f) != 0 {
+                *tf = u32::try_from(get_varint(self.buf, &mut self.pos)?).ok()?;
+            }
+        }
+        Some(Posting { doc, tfs })
+    }
+}
+
+/// Corpus-wide statistics BM25 needs, summed over live segments.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CorpusStats {
+    pub n_docs: u64,
+    pub field_len_sums: [u64; N_FIELDS],
+}
+
+impl CorpusStats {
+    pub fn add(&mut self, segment: &LexicalSegment) {
+        self.n_docs += u64::from(segment.n_docs());
+        for (s, x) in self.field_len_sums.iter_mut().zip(segment.sums) {
+            *s += x;
+        }
+    }
+
+    pub fn idf(&self, df: u64) -> f32 {
+        let n = self.n_docs as f64;
+        let df = df as f64;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln().max(0.0) as f32
+    }
+
+    fn avg_lens(&self) -> [f32; N_FIELDS] {
+        let n = self.n_docs.max(1) as f32;
+        self.field_len_sums.map(|s| (s as f32 / n).max(1.0))
+    }
+}
+
+/// Per-query scoring accumulator for one segment: a dense score array with
+/// a list of touched documents, and a bitmask of which query terms matched.
+#[derive(Default)]
+pub struct Accumulator {
+    pub scores: Vec<f32>,
+    pub matched: Vec<u64>,
+    pub touched: Vec<u32>,
+}
+
+impl Accumulator {
+    pub fn reset(&mut self, n_docs: usize) {
+        for d in self.touched.drain(..) {
+            self.scores[d as usize] = 0.0;
+            self.matched[d as usize] = 0;
+        }
+        if self.scores.len() < n_docs {
+            self.scores.resize(n_docs, 0.0);
+            self.matched.resize(n_docs, 0);
+        }
+    }
+}
+
+/// Adds the BM25F contribution of one query term (index `term_bit` < 64,
+/// global inverse document frequency `idf`) to every document of `segment`
+/// that contains it.
+pub fn score_term(
+    segment: &LexicalSegment,
+    ordinal: usize,
+    term_bit: usize,
+    idf: f32,
+    stats: &CorpusStats,
+    config: &Bm25Config,
+    acc: &mut Accumulator,
+) {
+    let avg = stats.avg_lens();
+    let bit = 1u64 << (term_bit.min(63));
+    for posting in segment.postings_at(ordinal) {
+        let d = posting.doc as usize;
+        let Some(lens) = segment.field_lens.get(d) else {
+            break;
+        };
+        let mut tf = 0.0f32;
+        for f in 0..N_FIELDS {
+            let raw = posting.tfs[f];
+            if raw == 0 {
+                continue;
+            }
+            let params = config.fields[f];
+            let norm = 1.0 - params.b + params.b * f32::from(lens[f]) / avg[f];
+            tf += params.weight * raw as f32 / norm.max(0.01);
+        }
+        let contribution = idf * tf * (config.k1 + 1.0) / (config.k1 + tf);
+        if acc.matched[d] == 0 {
+            acc.touched.push(posting.doc);
+        }
+        acc.scores[d] += contribution;
+        acc.matched[d] |= bit;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc<'a>(name: &'a str, body: &'a [&'a str]) -> DocFields<'a> {
+        DocFields {
+            name,
+            qualified_name: name,
+            path: "src/lib.rs",
+            signature: "",
+            doc: "",
+            body,
+        }
+    }
+
+    fn build(docs: &[(&str, &str)]) -> LexicalSegment {
+        let mut builder = LexicalBuilder::new();
+        for (name, body) in docs {
+            builder.add_doc(&doc(name, &[body]));
+        }
+        builder.finish()
+    }
+
+    fn search(segment: &LexicalSegment, query: &str) -> Vec<u32> {
+        let mut stats = CorpusStats::default();
+        stats.add(segment);
+        let query = Query::parse(query);
+        let mut acc = Accumulator::default();
+        acc.reset(segment.n_docs() as usize);
+        for (i, term) in query.terms.iter().enumerate() {
+            if let Some(ordinal) = segment.term_ordinal(term) {
+                let idf = stats.idf(u64::from(segment.df(ordinal)));
+                score_term(
+                    segment,
+                    ordinal,
+                    i,
+                    idf,
+                    &stats,
+                    &Bm25Config::default(),
+                    &mut acc,
+                );
+            }
+        }
+        let mut hits: Vec<u32> = acc.touched.clone();
+        hits.sort_by(|a, b| acc.scores[*b as usize].total_cmp(&acc.scores[*a as usize]));
+        hits
+    }
+
+    #[test]
+    fn exact_identifier_outscores_its_parts() {
+        let segment = build(&[
+            ("graph", "let store = graph.store();"),
+            ("GraphStore", "struct GraphStore {}"),
+            ("store_graph", "fn store_graph() {}"),
+        ]);
+        assert_eq!(search(&segment, "GraphStore")[0], 1);
+    }
+
+    #[test]
+    fn postings_round_trip_through_bytes() {
+        let segment = build(&[("alpha", "beta gamma"), ("beta", "beta beta delta")]);
+        let mut w = Writer::new();
+        segment.write_to(&mut w);
+        let mut r = Reader::new(&w.buf);
+        let loaded = LexicalSegment::read_from(&mut r).expect("round trip");
+        assert_eq!(loaded.n_docs(), 2);
+        let ordinal = loaded.term_ordinal("beta").expect("beta indexed");
+        let postings: Vec<Posting> = loaded.postings_at(ordinal).collect();
+        assert_eq!(postings.len(), 2);
+        assert_eq!(postings[1].doc, 1);
+        assert_eq!(postings[1].tfs[Field::Name as usize], 1);
+        assert_eq!(postings[1].tfs[Field::Body as usize], 2);
+        assert_eq!(search(&loaded, "delta"), vec![1]);
+    }
+
+    #[test]
+    fn corrupt_bytes_are_an_error_not_a_panic() {
+        let segment = build(&[("alpha", "beta")]);
+        let mut w = Writer::new();
+        segment.write_to(&mut w);
+        for cut in 0..w.buf.len() {
+            let mut r = Reader::new(&w.buf[..cut]);
+            assert!(LexicalSegment::read_from(&mut r).is_err());
+        }
+    }
+
+    #[test]
+    fn append_segment_drops_deleted_docs() {
+        let first = build(&[("alpha", "x1"), ("beta", "shared")]);
+        let second = build(&[("gamma", "shared")]);
+        let mut builder = LexicalBuilder::new();
+        let map1 = builder.append_segment(&first, &[false, true]);
+        let map2 = builder.append_segment(&second, &[true]);
+        assert_eq!(map1, vec![None, Some(0)]);
+        assert_eq!(map2, vec![Some(1)]);
+        let merged = builder.finish();
+        assert_eq!(merged.n_docs(), 2);
+        assert!(merged.term_ordinal("alpha").is_none());
+        assert_eq!(search(&merged, "shared").len(), 2);
+    }
+}

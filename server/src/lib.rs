@@ -1,0 +1,14 @@
+//! Quarry: hybrid code search over a workspace.
+//!
+//! Data flows one way: files -> `walk` -> `chunk` -> (`lexical`, `symbols`)
+//! stores inside `index` segments -> `search` -> hits resolved against live
+//! text. See ARCHITECTURE.md for the map.
+
+pub mod bench;
+pub mod chunk;
+pub mod codec;
+pub mod index;
+pub mod lexical;
+pub mod search;
+pub mod symbols;
+pub mod walk;

@@ -1,0 +1,301 @@
+//! The `quarry` binary: command-line surface over the library.
+//! Errors become one line on stderr and a non-zero exit; a closed stdout
+//! pipe is a normal exit.
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use quarry::chunk::ChunkKind;
+use quarry::index::{Index, IndexConfig, Progress, UpdateStats};
+use quarry::search::{self, DiskText, SearchOptions};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser)]
+#[command(name = "quarry", version, about = "Hybrid code search for a workspace")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct CommonArgs {
+    /// Cache directory for this workspace's index (default: per-user cache dir).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Largest file indexed, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = quarry::index::DEFAULT_MAX_FILE_SIZE)]
+    max_file_size: u64,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Index a workspace (incrementally when a cache exists).
+    Index {
+        /// Workspace root.
+        #[arg(default_value = ".")]
+        root: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Print the update counters as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search the workspace; brings the index up to date first.
+    Search {
+        query: String,
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Find definitions by (fuzzy) name: `lookup`, `GraphStore::lookup`, `gsl`.
+    Symbols {
+        query: String,
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Only symbols of this kind (function, method, struct, class, constant...).
+        #[arg(long)]
+        kind: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Show what the index holds, from its last committed state.
+    Status {
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Benchmark indexing and queries on a corpus (prints numbers).
+    Bench {
+        /// Corpus roots (default: the cargo registry sources and this directory).
+        corpus: Vec<PathBuf>,
+        /// Rounds over the query lists.
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => {}
+        Err(err) => {
+            let broken_pipe = err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return;
+            }
+            eprintln!("quarry: error: {err:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn open(root: PathBuf, common: &CommonArgs) -> Result<Index> {
+    let config = IndexConfig {
+        cache_dir: common.cache_dir.clone(),
+        max_file_size: common.max_file_size,
+        ..IndexConfig::new(root.clone())
+    };
+    let index =
+        Index::open(config).with_context(|| format!("opening the index of {}", root.display()))?;
+    for note in index.take_notes() {
+        eprintln!("quarry: {note}");
+    }
+    Ok(index)
+}
+
+/// Brings the index up to date, with a progress bar on a terminal.
+fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
+    let bar = (show_progress && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} indexing {pos}/{len} files {wide_bar} {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let on_progress = |p: Progress| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        }
+    };
+    let stats = index
+        .refresh(&on_progress)
+        .with_context(|| format!("updating the index of {}", index.root().display()))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(stats)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Index { root, common, json } => {
+            let index = open(root, &common)?;
+            let stats = refresh(&index, true)?;
+            let summary = index.snapshot().summary.clone();
+            if json {
+                let value = serde_json::json!({ "update": stats, "summary": summary });
+                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+            } else if !stats.wrote && !index.is_writer() {
+                writeln!(out, "index is read-only right now; nothing written")?;
+            } else {
+                writeln!(
+                    out,
+                    "{} files, {} chunks in {:.0} ms ({} re-parsed, {} unchanged, {} removed, {} skipped)",
+                    summary.files_indexed,
+                    summary.chunks,
+                    stats.elapsed_ms,
+                    stats.files_reparsed,
+                    stats.files_unchanged,
+                    stats.files_removed,
+                    stats.files_skipped,
+                )?;
+            }
+        }
+        Command::Search {
+            query,
+            root,
+            limit,
+            json,
+            common,
+        } => {
+            let index = open(root, &common)?;
+            refresh(&index, true)?;
+            let snapshot = index.snapshot();
+            let options = SearchOptions {
+                limit,
+                ..SearchOptions::default()
+            };
+            let mut text = DiskText::new(index.root());
+            let results = search::search(&snapshot, &query, &options, &mut text);
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+            } else {
+                if results.hits.is_empty() {
+                    eprintln!("quarry: no results for {query:?}");
+                }
+                for hit in &results.hits {
+                    writeln!(
+                        out,
+                        "{}:{}  {} {}",
+                        hit.path, hit.start_line, hit.kind, hit.symbol
+                    )?;
+                    for line in hit.snippet.lines().take(3) {
+                        writeln!(out, "    {line}")?;
+                    }
+                }
+            }
+        }
+        Command::Symbols {
+            query,
+            root,
+            kind,
+            limit,
+            json,
+            common,
+        } => {
+            let kind = match kind {
+                Some(name) => Some(ChunkKind::from_name(&name).with_context(|| {
+                    let names: Vec<&str> = ChunkKind::ALL.iter().map(|k| k.name()).collect();
+                    format!(
+                        "unknown kind {name:?}; expected one of {}",
+                        names.join(", ")
+                    )
+                })?),
+                None => None,
+            };
+            let index = open(root, &common)?;
+            refresh(&index, true)?;
+            let hits = search::find_symbols(&index.snapshot(), &query, kind, limit);
+            if json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+            } else {
+                for hit in &hits {
+                    writeln!(
+                        out,
+                        "{}:{}  {} {}",
+                        hit.path, hit.start_line, hit.kind, hit.qualified_name
+                    )?;
+                }
+            }
+        }
+        Command::Status { root, json, common } => {
+            let index = open(root, &common)?;
+            let snapshot = index.snapshot();
+            let summary = &snapshot.summary;
+            if json {
+                let value = serde_json::json!({
+                    "root": index.root(),
+                    "cache_dir": index.cache_dir(),
+                    "writer": index.is_writer(),
+                    "summary": summary,
+                });
+                writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+            } else {
+                writeln!(out, "root       {}", index.root().display())?;
+                writeln!(out, "cache      {}", index.cache_dir().display())?;
+                writeln!(out, "files      {}", summary.files_indexed)?;
+                writeln!(out, "chunks     {}", summary.chunks)?;
+                writeln!(out, "segments   {}", summary.segments)?;
+                for (language, n) in &summary.languages {
+                    writeln!(out, "  {language:<12} {n} files")?;
+                }
+                if summary.skipped.is_empty() {
+                    writeln!(out, "skipped    none")?;
+                }
+                for (reason, n) in &summary.skipped {
+                    writeln!(out, "skipped    {n} ({reason})")?;
+                }
+            }
+        }
+        Command::Bench {
+            corpus,
+            rounds,
+            json,
+        } => {
+            let corpus = if corpus.is_empty() {
+                quarry::bench::default_corpus()
+            } else {
+                corpus
+            };
+            for root in corpus {
+                let report = quarry::bench::run(&root, rounds)
+                    .with_context(|| format!("benchmarking {}", root.display()))?;
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+                } else {
+                    writeln!(out, "{report}")?;
+                }
+                out.flush()?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,445 @@
+//! Search: runs queries against a snapshot and resolves hits against the
+//! text as it is now.
+//!
+//! Owns: the lexical query branch (BM25F over every segment, skipping dead
+//! chunks), quoted-phrase filtering and verification, the symbol-name
+//! branch, and snippets.
+//! Invariants: a hit is only flagged `phrase` after the exact phrase was
+//! found in the chunk's current text; results are deterministic (ties break
+//! on chunk id).
+//! Never: mutate the index, block on the writer, panic on any query text.
+
+use crate::chunk::ChunkKind;
+use crate::index::segment::{ChunkRecord, Segment};
+use crate::index::Snapshot;
+use crate::lexical::{score_term, Accumulator, Query};
+use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::path::PathBuf;
+
+/// At most this many query terms take part in scoring.
+const MAX_QUERY_TERMS: usize = 64;
+
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    pub limit: usize,
+    /// Lines of text in each hit's snippet.
+    pub snippet_lines: usize,
+    /// Phrase candidates verified against their text, best first.
+    pub max_phrase_checks: usize,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        SearchOptions {
+            limit: 10,
+            snippet_lines: 6,
+            max_phrase_checks: 200,
+        }
+    }
+}
+
+/// Where the current text of a file comes from: the disk, or an editor's
+/// open buffer (later issues).
+pub trait TextSource {
+    fn text(&mut self, path: &str) -> Option<&str>;
+}
+
+/// Reads files under a root, each at most once per search.
+pub struct DiskText {
+    root: PathBuf,
+    cache: FxHashMap<String, Option<String>>,
+}
+
+impl DiskText {
+    pub fn new(root: impl Into<PathBuf>) -> DiskText {
+        DiskText {
+            root: root.into(),
+            cache: FxHashMap::default(),
+        }
+    }
+}
+
+impl TextSource for DiskText {
+    fn text(&mut self, path: &str) -> Option<&str> {
+        let root = &self.root;
+        self.cache
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                std::fs::read(root.join(path))
+                    .ok()
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            })
+            .as_deref()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Hit {
+    #[serde(skip)]
+    pub chunk_id: u32,
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub symbol: String,
+    /// The bare name (`symbol` is the qualified name).
+    pub name: String,
+    pub kind: &'static str,
+    pub language: &'static str,
+    pub score: f32,
+    pub sources: Vec<&'static str>,
+    pub snippet: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchResults {
+    pub mode: &'static str,
+    pub hits: Vec<Hit>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct Candidate {
+    score: f32,
+    chunk_id: u32,
+}
+
+impl Eq for Candidate {}
+
+impl Ord for Candidate {
+    /// Better candidates compare greater: higher score, then lower id.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(other.chunk_id.cmp(&self.chunk_id))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Keeps the `k` best candidates.
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<std::cmp::Reverse<Candidate>>,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    fn push(&mut self, candidate: Candidate) {
+        if self.heap.len() < self.k {
+            self.heap.push(std::cmp::Reverse(candidate));
+        } else if let Some(worst) = self.heap.peek() {
+            if candidate > worst.0 {
+                self.heap.pop();
+                self.heap.push(std::cmp::Reverse(candidate));
+            }
+        }
+    }
+
+    fn into_sorted(self) -> Vec<Candidate> {
+        let mut out: Vec<Candidate> = self.heap.into_iter().map(|r| r.0).collect();
+        out.sort_by(|a, b| b.cmp(a));
+        out
+    }
+}
+
+thread_local! {
+    static ACCUMULATOR: RefCell<Accumulator> = RefCell::new(Accumulator::default());
+}
+
+/// Lexical search. Candidates must contain every token of every quoted
+/// phrase; those whose text holds the exact phrase come first.
+pub fn search(
+    snapshot: &Snapshot,
+    query_text: &str,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+) -> SearchResults {
+    let mut results = SearchResults {
+        mode: "lexical",
+        hits: Vec::new(),
+    };
+    let query = Query::parse(query_text);
+    if query.is_empty() || options.limit == 0 {
+        return results;
+    }
+    let n_terms = query.terms.len().min(MAX_QUERY_TERMS);
+    let phrase_masks: Vec<u64> = query
+        .phrases
+        .iter()
+        .map(|p| {
+            p.term_idx
+                .iter()
+                .filter(|i| **i < n_terms)
+                .fold(0u64, |mask, i| mask | (1 << i))
+        })
+        .collect();
+    // Global document frequency of each term, over all segments.
+    let ordinals: Vec<Vec<Option<usize>>> = snapshot
+        .segments
+        .iter()
+        .map(|s| {
+            query.terms[..n_terms]
+                .iter()
+                .map(|t| s.lexical.term_ordinal(t))
+                .collect()
+        })
+        .collect();
+    let mut df = vec![0u64; n_terms];
+    for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
+        for (i, ord) in ords.iter().enumerate() {
+            if let Some(ord) = ord {
+                df[i] += u64::from(segment.lexical.df(*ord));
+            }
+        }
+    }
+    let k = if query.phrases.is_empty() {
+        options.limit
+    } else {
+        options.limit.max(options.max_phrase_checks)
+    };
+    let mut top = TopK::new(k);
+    ACCUMULATOR.with(|acc| {
+        let mut acc = acc.borrow_mut();
+        for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
+            acc.reset(segment.chunks.len());
+            for (i, ord) in ords.iter().enumerate() {
+                if let Some(ord) = ord {
+                    let idf = snapshot.stats.idf(df[i]);
+                    score_term(
+                        &segment.lexical,
+                        *ord,
+                        i,
+                        idf,
+                        &snapshot.stats,
+                        &snapshot.bm25,
+                        &mut acc,
+                    );
+                }
+            }
+            for &doc in &acc.touched {
+                let matched = acc.matched[doc as usize];
+                if phrase_masks.iter().any(|m| matched & m != *m) {
+                    continue;
+                }
+                let Some(chunk) = segment.chunks.get(doc as usize) else {
+                    continue;
+                };
+                if !snapshot.is_live(chunk.chunk_id) {
+                    continue;
+                }
+                top.push(Candidate {
+                    score: acc.scores[doc as usize],
+                    chunk_id: chunk.chunk_id,
+                });
+            }
+        }
+    });
+    let candidates = top.into_sorted();
+    let mut ranked: Vec<(bool, Candidate)> = Vec::with_capacity(candidates.len());
+    if query.phrases.is_empty() {
+        ranked.extend(candidates.into_iter().map(|c| (false, c)));
+    } else {
+        let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
+        for candidate in candidates {
+            let verified = snapshot
+                .chunk(candidate.chunk_id)
+                .is_some_and(|(seg, chunk)| {
+                    text.text(seg.path_of(chunk)).is_some_and(|file| {
+                        let body = normalize(chunk_text(file, chunk));
+                        phrases.iter().all(|p| body.contains(p.as_str()))
+                    })
+                });
+            ranked.push((verified, candidate));
+        }
+        // Stable: verified phrase matches first, score order within each group.
+        ranked.sort_by_key(|(verified, _)| !verified);
+    }
+    for (verified, candidate) in ranked.into_iter().take(options.limit) {
+        let Some((segment, chunk)) = snapshot.chunk(candidate.chunk_id) else {
+            continue;
+        };
+        let mut sources = vec!["lexical"];
+        if verified {
+            sources.push("phrase");
+        }
+        results.hits.push(make_hit(
+            segment,
+            chunk,
+            candidate.score,
+            sources,
+            options,
+            text,
+        ));
+    }
+    results
+}
+
+fn make_hit(
+    segment: &Segment,
+    chunk: &ChunkRecord,
+    score: f32,
+    sources: Vec<&'static str>,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+) -> Hit {
+    let path = segment.path_of(chunk);
+    let snippet = text
+        .text(path)
+        .map(|file| {
+            snippet(
+                file,
+                chunk.start_line,
+                chunk.end_line,
+                options.snippet_lines,
+            )
+        })
+        .unwrap_or_default();
+    Hit {
+        chunk_id: chunk.chunk_id,
+        path: path.to_string(),
+        start_line: chunk.start_line,
+        end_line: chunk.end_line,
+        symbol: chunk.qualified_name.to_string(),
+        name: chunk.name.to_string(),
+        kind: chunk.kind.name(),
+        language: chunk.language.name(),
+        score,
+        sources,
+        snippet,
+    }
+}
+
+/// The chunk's bytes in `file`, or nothing when the file has changed under it.
+fn chunk_text<'t>(file: &'t str, chunk: &ChunkRecord) -> &'t str {
+    file.get(chunk.byte_start as usize..chunk.byte_end as usize)
+        .unwrap_or("")
+}
+
+/// Lowercase with every whitespace run collapsed to one space.
+fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// Up to `max_lines` lines of the range, leading blank lines skipped.
+pub fn snippet(file: &str, start_line: u32, end_line: u32, max_lines: usize) -> String {
+    let first = start_line.saturating_sub(1) as usize;
+    let n_range = end_line.saturating_sub(start_line) as usize + 1;
+    let lines: Vec<&str> = file
+        .lines()
+        .skip(first)
+        .take(n_range)
+        .skip_while(|l| l.trim().is_empty())
+        .take(max_lines)
+        .collect();
+    lines.join("\n")
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SymbolHit {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    pub name: String,
+    pub qualified_name: String,
+    pub kind: &'static str,
+    pub language: &'static str,
+    pub tier: &'static str,
+}
+
+/// Fuzzy symbol-name lookup over every segment.
+pub fn find_symbols(
+    snapshot: &Snapshot,
+    query_text: &str,
+    kind: Option<ChunkKind>,
+    limit: usize,
+) -> Vec<SymbolHit> {
+    let query = SymbolQuery::parse(query_text, kind);
+    if query.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let is_live = |id: u32| snapshot.is_live(id);
+    let mut matches: Vec<SymbolMatch> = Vec::new();
+    for segment in &snapshot.segments {
+        segment
+            .symbols
+            .search(&query, &is_live, limit, &mut matches);
+    }
+    merge_matches(&mut matches, limit);
+    matches
+        .iter()
+        .filter_map(|m| {
+            let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
+            Some(SymbolHit {
+                path: segment.path_of(chunk).to_string(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                name: chunk.name.to_string(),
+                qualified_name: chunk.qualified_name.to_string(),
+                kind: chunk.kind.name(),
+                language: chunk.language.name(),
+                tier: tier_name(m.tier),
+            })
+        })
+        .collect()
+}
+
+fn tier_name(tier: MatchTier) -> &'static str {
+    match tier {
+        MatchTier::Exact => "exact",
+        MatchTier::Prefix => "prefix",
+        MatchTier::WordBoundary => "word",
+        MatchTier::Subsequence => "fuzzy",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_collapses_whitespace_and_case() {
+        assert_eq!(
+            normalize("  Graph_Store\n\t mutex  POISONED "),
+            "graph_store mutex poisoned"
+        );
+    }
+
+    #[test]
+    fn snippet_clamps_to_range_and_file() {
+        let file = "a\n\nb\nc\nd\n";
+        assert_eq!(snippet(file, 2, 4, 10), "b\nc");
+        assert_eq!(snippet(file, 3, 100, 2), "b\nc");
+        assert_eq!(snippet(file, 50, 60, 3), "");
+    }
+
+    #[test]
+    fn top_k_keeps_best_with_stable_ties() {
+        let mut top = TopK::new(2);
+        for (score, chunk_id) in [(1.0, 5), (3.0, 1), (3.0, 0), (2.0, 7)] {
+            top.push(Candidate { score, chunk_id });
+        }
+        let ids: Vec<u32> = top.into_sorted().iter().map(|c| c.chunk_id).collect();
+        assert_eq!(ids, vec![0, 1]);
+    }
+}

@@ -1,0 +1,171 @@
+//! Workspace walk: which files under a root are candidates for indexing.
+//!
+//! Honours .gitignore, .ignore and .quarryignore (also outside a git
+//! repository), skips hidden files, never follows a symlink out of the root
+//! and never loops. Reports every file it passes over with a reason.
+//! Never: read file contents (the index decides binary/minified after
+//! reading), panic on odd paths.
+
+use crate::chunk::{detect_language, Language};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// One file the index should consider.
+#[derive(Clone, Debug)]
+pub struct WalkEntry {
+    /// Root-relative path with `/` separators.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub language: Language,
+    pub size: u64,
+    pub mtime_ns: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct WalkOutcome {
+    pub files: Vec<WalkEntry>,
+    /// Files with no grammar and no known text type.
+    pub n_unsupported: u64,
+    /// Symlinks that point outside the root, or at directories.
+    pub n_symlinks_skipped: u64,
+    /// Paths that are not valid UTF-8.
+    pub n_bad_paths: u64,
+    /// Directory entries that could not be read (permissions, loops, races).
+    pub errors: Vec<String>,
+}
+
+/// File metadata the index compares to decide whether to re-read a file.
+pub fn stat(path: &Path) -> std::io::Result<(u64, u64)> {
+    let meta = std::fs::metadata(path)?;
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    Ok((meta.len(), mtime_ns))
+}
+
+/// Root-relative `/`-separated path of `path`, if it is under `root` and UTF-8.
+pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    let mut out = String::new();
+    for component in rel.components() {
+        let std::path::Component::Normal(part) = component else {
+            return None;
+        };
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(part.to_str()?);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Lists the files under `root` (canonical) that the index should look at.
+/// `exclude` (the cache directory, when it lives inside the root) is skipped.
+pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
+    let mut outcome = WalkOutcome::default();
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(true)
+        .follow_links(false)
+        .require_git(false)
+        .git_global(false)
+        .add_custom_ignore_filename(".quarryignore");
+    let exclude = exclude.map(Path::to_path_buf);
+    if let Some(exclude) = exclude.clone() {
+        builder.filter_entry(move |entry| entry.path() != exclude);
+    }
+    for result in builder.build() {
+        let entry = match result {
+            Ok(entry) => entry,
+            Err(err) => {
+                outcome.errors.push(err.to_string());
+                continue;
+            }
+        };
+        let Some(file_type) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        let abs_path = if file_type.is_symlink() {
+            // Follow a symlink only to a regular file inside the root.
+            match std::fs::canonicalize(path) {
+                Ok(target) if target.starts_with(root) && target.is_file() => path.to_path_buf(),
+                _ => {
+                    outcome.n_symlinks_skipped += 1;
+                    continue;
+                }
+            }
+        } else if file_type.is_file() {
+            path.to_path_buf()
+        } else {
+            continue;
+        };
+        let Some(rel_path) = relative_path(root, &abs_path) else {
+            outcome.n_bad_paths += 1;
+            continue;
+        };
+        let Some(language) = detect_language(Path::new(&rel_path)) else {
+            outcome.n_unsupported += 1;
+            continue;
+        };
+        match stat(&abs_path) {
+            Ok((size, mtime_ns)) => outcome.files.push(WalkEntry {
+                rel_path,
+                abs_path,
+                language,
+                size,
+                mtime_ns,
+            }),
+            Err(err) => outcome.errors.push(format!("{rel_path}: {err}")),
+        }
+    }
+    outcome.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn names(outcome: &WalkOutcome) -> Vec<&str> {
+        outcome.files.iter().map(|f| f.rel_path.as_str()).collect()
+    }
+
+    #[test]
+    fn honours_ignore_files_and_hidden() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = fs::canonicalize(dir.path()).expect("canonical");
+        fs::create_dir_all(root.join("src")).expect("mkdir");
+        fs::create_dir_all(root.join("build")).expect("mkdir");
+        fs::write(root.join("src/a.rs"), "fn a() {}").expect("write");
+        fs::write(root.join("src/gen.rs"), "fn g() {}").expect("write");
+        fs::write(root.join("build/out.rs"), "fn o() {}").expect("write");
+        fs::write(root.join(".hidden.rs"), "fn h() {}").expect("write");
+        fs::write(root.join("image.png"), [0u8, 1, 2]).expect("write");
+        fs::write(root.join(".gitignore"), "build/\n").expect("write");
+        fs::write(root.join(".quarryignore"), "src/gen.rs\n").expect("write");
+        let outcome = walk(&root, None);
+        assert_eq!(names(&outcome), vec!["src/a.rs"]);
+        assert_eq!(outcome.n_unsupported, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_out_of_root_and_loops_are_skipped() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        fs::write(outside.path().join("secret.rs"), "fn s() {}").expect("write");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = fs::canonicalize(dir.path()).expect("canonical");
+        fs::write(root.join("real.rs"), "fn r() {}").expect("write");
+        std::os::unix::fs::symlink(outside.path().join("secret.rs"), root.join("out.rs"))
+            .expect("symlink");
+        std::os::unix::fs::symlink(&root, root.join("loop")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("real.rs"), root.join("alias.rs")).expect("symlink");
+        let outcome = walk(&root, None);
+        assert_eq!(names(&outcome), vec!["alias.rs", "real.rs"]);
+        assert_eq!(outcome.n_symlinks_skipped, 2);
+    }
+}

@@ -1,0 +1,123 @@
+//! The `quarry` binary end to end: index, search (human and JSON), symbols,
+//! status, version and error handling.
+
+mod common;
+
+use common::Workspace;
+use std::process::{Command, Output};
+
+fn quarry(ws: &Workspace, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .current_dir(ws.root())
+        .output()
+        .expect("run quarry")
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "quarry failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn version_is_printed() {
+    let ws = Workspace::empty();
+    let out = stdout(&quarry(&ws, &["--version"]));
+    assert!(out.starts_with("quarry "), "{out}");
+}
+
+#[test]
+fn search_json_has_the_documented_shape() {
+    let ws = Workspace::fixture();
+    let out = stdout(&quarry(
+        &ws,
+        &["search", "GraphStore::lookup", "--json", "--limit", "3"],
+    ));
+    let value: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(value["mode"], "lexical");
+    let hits = value["hits"].as_array().expect("hits");
+    assert!(!hits.is_empty() && hits.len() <= 3);
+    let first = &hits[0];
+    for field in [
+        "path",
+        "start_line",
+        "end_line",
+        "symbol",
+        "kind",
+        "language",
+        "score",
+        "sources",
+        "snippet",
+    ] {
+        assert!(first.get(field).is_some(), "missing {field} in {first}");
+    }
+    assert_eq!(first["symbol"], "GraphStore::lookup");
+    assert!(!first["path"].as_str().unwrap_or("/").starts_with('/'));
+    assert!(first["snippet"].as_str().unwrap_or("").contains("lookup"));
+}
+
+#[test]
+fn human_output_and_other_commands() {
+    let ws = Workspace::fixture();
+    let cache = ws.dir.path().join("explicit-cache");
+    let cache = cache.to_str().expect("utf8");
+    let out = stdout(&quarry(&ws, &["index", ".", "--cache-dir", cache]));
+    assert!(out.contains("files"), "{out}");
+    assert!(std::path::Path::new(cache).join("manifest.qman").exists());
+
+    let out = stdout(&quarry(&ws, &["search", "lookup", "--cache-dir", cache]));
+    let first = out.lines().next().expect("a hit line");
+    assert!(first.contains(':') && first.contains("lookup"), "{out}");
+
+    let out = stdout(&quarry(
+        &ws,
+        &["symbols", "GraphStore::lookup", "--cache-dir", cache],
+    ));
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|l| l.contains("GraphStore::lookup")),
+        "{out}"
+    );
+
+    let out = stdout(&quarry(&ws, &["status", "--json", "--cache-dir", cache]));
+    let value: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        value["summary"]["files_indexed"].as_u64().unwrap_or(0) >= 10,
+        "{value}"
+    );
+}
+
+#[test]
+fn user_errors_are_one_line_without_panic() {
+    let ws = Workspace::empty();
+    for args in [
+        &["search", "x", "--root", "/definitely/not/here"][..],
+        &["symbols", "x", "--kind", "gizmo"][..],
+    ] {
+        let output = quarry(&ws, args);
+        assert!(!output.status.success(), "{args:?} should fail");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("quarry: error:"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn odd_queries_never_fail() {
+    let ws = Workspace::fixture();
+    for query in ["", "\"", "\"\"", "::", "🙂", &"x".repeat(5000), "a\"b\"c\""] {
+        let output = quarry(&ws, &["search", query, "--json"]);
+        let out = stdout(&output);
+        let value: serde_json::Value = serde_json::from_str(&out).expect("json");
+        assert!(value["hits"].is_array());
+        let output = quarry(&ws, &["symbols", query, "--json"]);
+        stdout(&output);
+    }
+}

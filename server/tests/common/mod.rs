@@ -1,0 +1,104 @@
+//! Helpers shared by the end-to-end tests: fixture copies and index setup.
+#![allow(dead_code)]
+
+use quarry::index::{Index, IndexConfig};
+use std::path::{Path, PathBuf};
+
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/polyglot")
+}
+
+pub fn golden_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/polyglot.golden.tsv")
+}
+
+/// A scratch workspace and its cache directory, removed on drop.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    /// An empty workspace.
+    pub fn empty() -> Workspace {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("root")).expect("mkdir root");
+        Workspace { dir }
+    }
+
+    /// A copy of the polyglot fixture.
+    pub fn fixture() -> Workspace {
+        let ws = Workspace::empty();
+        copy_dir(&fixture_dir(), &ws.root());
+        ws
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    pub fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    pub fn config(&self) -> IndexConfig {
+        IndexConfig {
+            cache_dir: Some(self.cache()),
+            ..IndexConfig::new(self.root())
+        }
+    }
+
+    pub fn open(&self) -> Index {
+        Index::open(self.config()).expect("open index")
+    }
+
+    pub fn write(&self, rel: &str, text: impl AsRef<[u8]>) {
+        let path = self.root().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    }
+}
+
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).expect("mkdir");
+    for entry in std::fs::read_dir(src).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = dst.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// One line of the golden file.
+#[derive(Debug, Clone)]
+pub struct Golden {
+    pub path: String,
+    pub kind: String,
+    pub name: String,
+    pub qualified_name: String,
+    pub start_line: u32,
+    pub end_line: u32,
+}
+
+pub fn golden() -> Vec<Golden> {
+    let text = std::fs::read_to_string(golden_file()).expect("golden file");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 6, "golden line {line:?}");
+            Golden {
+                path: f[0].to_string(),
+                kind: f[1].to_string(),
+                name: f[2].to_string(),
+                qualified_name: f[3].to_string(),
+                start_line: f[4].parse().expect("start line"),
+                end_line: f[5].parse().expect("end line"),
+            }
+        })
+        .collect()
+}

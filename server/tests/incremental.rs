@@ -1,0 +1,358 @@
+//! Incremental updates and cache robustness: one edited file costs one
+//! re-parse; adds, deletes and renames show up; a corrupt, truncated or
+//! old-version cache is rebuilt; a second process answers from the last
+//! committed state; snapshots never change under a reader.
+
+mod common;
+
+use common::Workspace;
+use quarry::index::Index;
+use quarry::search::{find_symbols, search, DiskText, SearchOptions};
+
+fn top_symbol(index: &Index, query: &str) -> Option<String> {
+    let snapshot = index.snapshot();
+    let mut text = DiskText::new(index.root());
+    search(&snapshot, query, &SearchOptions::default(), &mut text)
+        .hits
+        .first()
+        .map(|h| h.symbol.clone())
+}
+
+fn small_workspace() -> Workspace {
+    let ws = Workspace::empty();
+    ws.write(
+        "src/alpha.rs",
+        "/// Alpha.\npub fn alpha_one() -> u32 { 1 }\n",
+    );
+    ws.write("src/beta.py", "def beta_two():\n    return 2\n");
+    ws.write(
+        "lib/gamma.go",
+        "package gamma\n\nfunc GammaThree() int { return 3 }\n",
+    );
+    ws
+}
+
+#[test]
+fn cold_then_noop_then_one_edit() {
+    let ws = small_workspace();
+    let index = ws.open();
+    let cold = index.refresh(&|_| {}).expect("cold");
+    assert_eq!(
+        (cold.files_scanned, cold.files_reparsed, cold.files_added),
+        (3, 3, 3)
+    );
+
+    let noop = index.refresh(&|_| {}).expect("noop");
+    assert_eq!(
+        (noop.files_unchanged, noop.files_reparsed, noop.wrote),
+        (3, 0, false)
+    );
+
+    ws.write(
+        "src/alpha.rs",
+        "pub fn alpha_renamed() -> u32 { 1 }\npub fn alpha_extra() {}\n",
+    );
+    let edit = index.refresh(&|_| {}).expect("edit");
+    assert_eq!(
+        (edit.files_hashed, edit.files_reparsed, edit.files_unchanged),
+        (1, 1, 2)
+    );
+    assert_eq!(edit.chunks_removed, 1);
+    assert_eq!(edit.chunks_added, 2);
+    assert_eq!(
+        top_symbol(&index, "alpha_renamed").as_deref(),
+        Some("alpha_renamed")
+    );
+    assert_ne!(
+        top_symbol(&index, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+}
+
+#[test]
+fn add_delete_rename_and_touch() {
+    let ws = small_workspace();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+
+    ws.write(
+        "src/delta.ts",
+        "export function deltaFour(): number { return 4; }\n",
+    );
+    let add = index.refresh(&|_| {}).expect("add");
+    assert_eq!((add.files_added, add.files_reparsed), (1, 1));
+    assert_eq!(
+        top_symbol(&index, "deltaFour").as_deref(),
+        Some("deltaFour")
+    );
+
+    std::fs::remove_file(ws.root().join("src/beta.py")).expect("rm");
+    let delete = index.refresh(&|_| {}).expect("delete");
+    assert_eq!((delete.files_removed, delete.files_reparsed), (1, 0));
+    assert_ne!(top_symbol(&index, "beta_two").as_deref(), Some("beta_two"));
+
+    std::fs::rename(
+        ws.root().join("lib/gamma.go"),
+        ws.root().join("lib/gamma2.go"),
+    )
+    .expect("mv");
+    let rename = index.refresh(&|_| {}).expect("rename");
+    assert_eq!(
+        (
+            rename.files_removed,
+            rename.files_added,
+            rename.files_reparsed
+        ),
+        (1, 1, 1)
+    );
+    let snapshot = index.snapshot();
+    let hits = find_symbols(&snapshot, "GammaThree", None, 5);
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].path, "lib/gamma2.go");
+
+    // Same bytes, new mtime: hashed, not re-parsed.
+    let text = std::fs::read(ws.root().join("src/delta.ts")).expect("read");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    ws.write("src/delta.ts", &text);
+    let touch = index.refresh(&|_| {}).expect("touch");
+    assert_eq!((touch.files_hashed, touch.files_reparsed), (1, 0));
+    assert_eq!(
+        top_symbol(&index, "deltaFour").as_deref(),
+        Some("deltaFour")
+    );
+}
+
+#[test]
+fn targeted_update_reparses_only_that_file() {
+    let ws = small_workspace();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+    ws.write("src/beta.py", "def beta_changed():\n    return 5\n");
+    let stats = index
+        .update_paths(&[ws.root().join("src/beta.py")])
+        .expect("update");
+    assert_eq!((stats.files_scanned, stats.files_reparsed), (1, 1));
+    assert_eq!(
+        top_symbol(&index, "beta_changed").as_deref(),
+        Some("beta_changed")
+    );
+}
+
+#[test]
+fn index_survives_restart_without_reparsing() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    let index = ws.open();
+    assert!(index.take_notes().is_empty());
+    assert_eq!(
+        top_symbol(&index, "GammaThree").as_deref(),
+        Some("gamma.GammaThree")
+    );
+    let stats = index.refresh(&|_| {}).expect("warm");
+    assert_eq!((stats.files_unchanged, stats.files_reparsed), (3, 0));
+}
+
+#[test]
+fn many_updates_merge_segments_and_keep_results() {
+    let ws = small_workspace();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+    for i in 0..30 {
+        ws.write("src/alpha.rs", format!("pub fn alpha_v{i}() {{}}\n"));
+        ws.write(
+            &format!("src/new_{i}.rs"),
+            format!("pub fn fresh_{i}() {{}}\n"),
+        );
+        index.refresh(&|_| {}).expect("update");
+    }
+    let snapshot = index.snapshot();
+    assert!(
+        snapshot.summary.segments <= 9,
+        "{} segments",
+        snapshot.summary.segments
+    );
+    assert_eq!(snapshot.summary.files_indexed, 33);
+    assert_eq!(
+        top_symbol(&index, "alpha_v29").as_deref(),
+        Some("alpha_v29")
+    );
+    assert_ne!(top_symbol(&index, "alpha_v3").as_deref(), Some("alpha_v3"));
+    assert_eq!(top_symbol(&index, "fresh_0").as_deref(), Some("fresh_0"));
+    drop(index);
+    // The merged state persists.
+    let index = ws.open();
+    assert_eq!(index.snapshot().summary.files_indexed, 33);
+    assert_eq!(top_symbol(&index, "fresh_17").as_deref(), Some("fresh_17"));
+    let cache_files = std::fs::read_dir(ws.cache()).expect("ls").count();
+    assert!(cache_files <= 12, "{cache_files} files left in the cache");
+}
+
+#[test]
+fn snapshot_is_unchanged_by_later_updates() {
+    let ws = small_workspace();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+    let before = index.snapshot();
+    ws.write("src/alpha.rs", "pub fn alpha_after() {}\n");
+    index.refresh(&|_| {}).expect("edit");
+    let mut text = DiskText::new(index.root());
+    let old = search(&before, "alpha_one", &SearchOptions::default(), &mut text);
+    assert_eq!(
+        old.hits.first().map(|h| h.symbol.as_str()),
+        Some("alpha_one")
+    );
+    assert_ne!(
+        top_symbol(&index, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+}
+
+fn segment_files(ws: &Workspace) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(ws.cache())
+        .expect("ls")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "qseg"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn assert_rebuilt(ws: &Workspace) {
+    let index = ws.open();
+    let notes = index.take_notes();
+    assert!(
+        notes.iter().any(|n| n.contains("rebuilding")),
+        "expected a rebuild note, got {notes:?}"
+    );
+    // Nothing from the damaged cache is served.
+    assert_eq!(index.snapshot().summary.files_indexed, 0);
+    let stats = index.refresh(&|_| {}).expect("rebuild");
+    assert_eq!(stats.files_reparsed, 3);
+    assert_eq!(
+        top_symbol(&index, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+}
+
+#[test]
+fn corrupt_segment_is_rebuilt() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    let segment = segment_files(&ws).pop().expect("a segment file");
+    let mut bytes = std::fs::read(&segment).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&segment, bytes).expect("corrupt");
+    assert_rebuilt(&ws);
+}
+
+#[test]
+fn truncated_segment_is_rebuilt() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    let segment = segment_files(&ws).pop().expect("a segment file");
+    let bytes = std::fs::read(&segment).expect("read");
+    std::fs::write(&segment, &bytes[..bytes.len() / 3]).expect("truncate");
+    assert_rebuilt(&ws);
+}
+
+#[test]
+fn old_version_manifest_is_rebuilt() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    let manifest = ws.cache().join("manifest.qman");
+    let mut bytes = std::fs::read(&manifest).expect("read");
+    bytes[4..8].copy_from_slice(&0u32.to_le_bytes());
+    std::fs::write(&manifest, bytes).expect("write");
+    assert_rebuilt(&ws);
+}
+
+#[test]
+fn missing_segment_is_rebuilt() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    for segment in segment_files(&ws) {
+        std::fs::remove_file(segment).expect("rm");
+    }
+    assert_rebuilt(&ws);
+}
+
+#[test]
+fn crash_leftovers_are_ignored_and_collected() {
+    let ws = small_workspace();
+    ws.open().refresh(&|_| {}).expect("cold");
+    // What a kill -9 mid-commit leaves: a half-written temp file and a
+    // segment file the manifest never named.
+    std::fs::write(ws.cache().join("manifest.qman.tmp-999-0"), b"QMAN garbage").expect("w");
+    std::fs::write(
+        ws.cache().join("seg-00000000000000ff.qseg"),
+        b"QSEG partial",
+    )
+    .expect("w");
+    let index = ws.open();
+    assert!(index.take_notes().is_empty());
+    assert_eq!(
+        top_symbol(&index, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+    assert!(!ws.cache().join("manifest.qman.tmp-999-0").exists());
+    assert!(!ws.cache().join("seg-00000000000000ff.qseg").exists());
+}
+
+#[test]
+fn second_process_reads_last_committed_state() {
+    let ws = small_workspace();
+    let writer = ws.open();
+    writer.refresh(&|_| {}).expect("cold");
+    assert!(writer.is_writer());
+
+    let reader = ws.open();
+    assert!(!reader.is_writer());
+    assert!(reader
+        .take_notes()
+        .iter()
+        .any(|n| n.contains("last committed state")));
+    ws.write("src/alpha.rs", "pub fn alpha_new() {}\n");
+    let stats = reader.refresh(&|_| {}).expect("read-only refresh");
+    assert!(!stats.wrote);
+    assert_eq!(
+        top_symbol(&reader, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+
+    writer.refresh(&|_| {}).expect("writer update");
+    // A reader opened after the commit sees it.
+    let later = ws.open();
+    assert_eq!(
+        top_symbol(&later, "alpha_new").as_deref(),
+        Some("alpha_new")
+    );
+}
+
+#[test]
+fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
+    let ws = small_workspace();
+    ws.write("data/blob.rs", b"fn a() {}\0\0\0binary");
+    ws.write("web/bundle.js", format!("var a={};", "x".repeat(10_000)));
+    ws.write("big/huge.rs", "// pad\n".repeat(200_000));
+    let mut latin1 = b"fn latin_one() { let s = \"".to_vec();
+    latin1.extend_from_slice(&[0xe9, 0xff, 0xfe]);
+    latin1.extend_from_slice(b"\"; }\n");
+    ws.write("src/latin.rs", latin1);
+    let index = ws.open();
+    let stats = index.refresh(&|_| {}).expect("index");
+    assert_eq!(stats.files_skipped, 3);
+    let summary = index.snapshot().summary.clone();
+    assert_eq!(summary.skipped.get("binary"), Some(&1));
+    assert_eq!(summary.skipped.get("minified"), Some(&1));
+    assert_eq!(summary.skipped.get("too large"), Some(&1));
+    assert_eq!(
+        top_symbol(&index, "latin_one").as_deref(),
+        Some("latin_one")
+    );
+    assert_eq!(
+        top_symbol(&index, "alpha_one").as_deref(),
+        Some("alpha_one")
+    );
+}

@@ -96,6 +96,10 @@ pub struct BenchReport {
     pub peak_rss_mb: f64,
     pub index_mb: f64,
     pub segments: u64,
+    /// Rust definitions found without re-parsing item-level macro bodies.
+    pub rust_definitions_plain: u64,
+    /// Rust definitions found with the re-parse (what the index holds).
+    pub rust_definitions_with_macros: u64,
 }
 
 impl fmt::Display for BenchReport {
@@ -130,10 +134,18 @@ impl fmt::Display for BenchReport {
             "symbol query      p50 {:.3} ms, p99 {:.3} ms",
             self.symbol_p50_ms, self.symbol_p99_ms
         )?;
-        write!(
+        writeln!(
             f,
             "peak RSS          {:.0} MB; index on disk {:.1} MB",
             self.peak_rss_mb, self.index_mb
+        )?;
+        write!(
+            f,
+            "rust definitions  {} plain, {} with macro bodies re-parsed (+{})",
+            self.rust_definitions_plain,
+            self.rust_definitions_with_macros,
+            self.rust_definitions_with_macros
+                .saturating_sub(self.rust_definitions_plain)
         )
     }
 }
@@ -314,6 +326,24 @@ pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
     }
     lexical.sort_by(f64::total_cmp);
     symbol.sort_by(f64::total_cmp);
+    let peak_rss_mb = peak_rss_mb();
+
+    // Macro re-parse coverage over the corpus's Rust files (untimed).
+    let (mut rust_definitions_plain, mut rust_definitions_with_macros) = (0u64, 0u64);
+    let count = |chunks: Vec<crate::chunk::Chunk>| {
+        chunks.iter().filter(|c| c.kind.is_definition()).count() as u64
+    };
+    for (_, path) in &rust_files {
+        let Ok(bytes) = std::fs::read(root.join(path)) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let language = crate::chunk::Language::Rust;
+        rust_definitions_plain += count(crate::chunk::chunk_file_without_macros(
+            path, &text, language,
+        ));
+        rust_definitions_with_macros += count(crate::chunk::chunk_file(path, &text, language));
+    }
 
     Ok(BenchReport {
         corpus: std::fs::canonicalize(corpus)
@@ -334,8 +364,10 @@ pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
         lexical_p99_ms: percentile(&lexical, 0.99),
         symbol_p50_ms: percentile(&symbol, 0.5),
         symbol_p99_ms: percentile(&symbol, 0.99),
-        peak_rss_mb: peak_rss_mb(),
+        peak_rss_mb,
         index_mb: dir_size(&cache_dir) as f64 / 1e6,
         segments: snapshot.summary.segments,
+        rust_definitions_plain,
+        rust_definitions_with_macros,
     })
 }

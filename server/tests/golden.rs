@@ -29,10 +29,14 @@ fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
     let options = SearchOptions::default();
     let mut failures = Vec::new();
     for g in &entries {
-        let same_name = entries.iter().filter(|o| o.name == g.name).count();
+        // Search is case-insensitive, so names equal up to case compete.
+        let same_name = entries
+            .iter()
+            .filter(|o| o.name.eq_ignore_ascii_case(&g.name))
+            .count();
         let same_qualified = entries
             .iter()
-            .filter(|o| o.qualified_name == g.qualified_name)
+            .filter(|o| o.qualified_name.eq_ignore_ascii_case(&g.qualified_name))
             .count();
 
         // Lexical: by name. With several definitions of one name, rank 1
@@ -42,7 +46,7 @@ fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
             if same_name == 1 {
                 h.path == g.path && h.start_line == g.start_line
             } else {
-                h.name == g.name
+                h.name.eq_ignore_ascii_case(&g.name)
             }
         });
         if !ok {
@@ -58,7 +62,7 @@ fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
             if same_qualified == 1 {
                 h.path == g.path && h.start_line == g.start_line && h.end_line == g.end_line
             } else {
-                h.symbol == g.qualified_name
+                h.symbol.eq_ignore_ascii_case(&g.qualified_name)
             }
         });
         if !ok {

@@ -94,6 +94,17 @@ pub fn chunk_file(path: &str, text: &str, language: Language) -> Vec<Chunk> {
     chunk_file_with(path, text, language, Options::default())
 }
 
+/// [`chunk_file`] without re-parsing Rust macro bodies: what a plain tags
+/// query would see. `quarry bench` compares the two to report how many
+/// definitions the macro re-parse recovers on real code.
+pub fn chunk_file_without_macros(path: &str, text: &str, language: Language) -> Vec<Chunk> {
+    let options = Options {
+        expand_macros: false,
+        ..Options::default()
+    };
+    chunk_file_with(path, text, language, options)
+}
+
 /// [`chunk_file`] with explicit options (tests and coverage measurements).
 pub(crate) fn chunk_file_with(
     path: &str,

@@ -553,11 +553,13 @@ impl Index {
                 ..previous.clone()
             });
         }
-        let (text, reason) = classify(&bytes);
-        if let Some(reason) = reason {
-            stats.files_skipped += 1;
-            return skip(builder, hash, reason);
-        }
+        let text = match classify(bytes) {
+            Ok(text) => text,
+            Err(reason) => {
+                stats.files_skipped += 1;
+                return skip(builder, hash, reason);
+            }
+        };
         stats.files_reparsed += 1;
         let chunks = safe_chunk(&entry.rel_path, &text, entry.language);
         builder.add_file(ParsedFile {
@@ -640,23 +642,31 @@ fn apply_row(state: &mut WriterState, row: &FileRow) -> u64 {
     n_dead
 }
 
-/// Decodes file bytes, or says why the file is not indexed.
-fn classify(bytes: &[u8]) -> (String, Option<SkipReason>) {
+/// Decodes file bytes (lossily when they are not UTF-8), or says why the
+/// file is not indexed.
+fn classify(bytes: Vec<u8>) -> Result<String, SkipReason> {
     let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if sniff.contains(&0) {
-        return (String::new(), Some(SkipReason::Binary));
+        return Err(SkipReason::Binary);
     }
-    let text = String::from_utf8_lossy(bytes).into_owned();
-    let mut n_lines = 0usize;
+    let mut n_lines = 1usize;
     let mut longest = 0usize;
-    for line in text.split('\n') {
-        n_lines += 1;
-        longest = longest.max(line.len());
+    let mut line_start = 0usize;
+    for (i, byte) in bytes.iter().enumerate() {
+        if *byte == b'\n' {
+            longest = longest.max(i - line_start);
+            line_start = i + 1;
+            n_lines += 1;
+        }
     }
-    if longest > MINIFIED_MAX_LINE || (n_lines > 1 && text.len() / n_lines > MINIFIED_AVG_LINE) {
-        return (String::new(), Some(SkipReason::Minified));
+    longest = longest.max(bytes.len() - line_start);
+    if longest > MINIFIED_MAX_LINE || (n_lines > 1 && bytes.len() / n_lines > MINIFIED_AVG_LINE) {
+        return Err(SkipReason::Minified);
     }
-    (text, None)
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => String::from_utf8_lossy(err.as_bytes()).into_owned(),
+    })
 }
 
 /// Chunks a file; a panic inside a grammar or query is contained and the

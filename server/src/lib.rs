@@ -7,8 +7,10 @@
 pub mod bench;
 pub mod chunk;
 pub mod codec;
+pub mod dense;
 pub mod index;
 pub mod lexical;
+pub mod rank;
 pub mod search;
 pub mod symbols;
 pub mod walk;

@@ -5,7 +5,8 @@
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use quarry::chunk::ChunkKind;
-use quarry::index::{Index, IndexConfig, Progress, UpdateStats};
+use quarry::dense::{DenseConfig, DenseEngine};
+use quarry::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
 use quarry::search::{self, DiskText, SearchOptions};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -28,6 +29,61 @@ struct CommonArgs {
     /// Largest file indexed, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = quarry::index::DEFAULT_MAX_FILE_SIZE)]
     max_file_size: u64,
+    /// Embedding model directory (default: $QUARRY_MODEL, then the user data dir, then the Hugging Face cache).
+    #[arg(long, value_name = "DIR")]
+    model: Option<PathBuf>,
+    /// Lexical and symbol branches only: do not load the embedding model.
+    #[arg(long)]
+    lexical: bool,
+}
+
+/// Chunks embedded inline by `search`; more waits for `quarry index`.
+const INLINE_EMBED_LIMIT: u64 = 64;
+
+/// The embedding engine. `batch` jobs (`quarry index`) use every core;
+/// interactive ones leave a core free.
+fn dense_engine(common: &CommonArgs, batch: bool) -> DenseEngine {
+    if common.lexical {
+        return DenseEngine::disabled("disabled by --lexical");
+    }
+    let threads = batch.then(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    DenseEngine::load(DenseConfig {
+        model_dir: common.model.clone(),
+        threads,
+        ..DenseConfig::default()
+    })
+}
+
+/// Embeds what is missing, with a progress bar on a terminal.
+fn embed(index: &Index, engine: &DenseEngine, show_progress: bool) -> Result<EmbedStats> {
+    let bar = progress_bar(
+        show_progress,
+        "embedding {pos}/{len} chunks {wide_bar} {eta}",
+    );
+    let on_progress = |p: Progress| {
+        if let Some(bar) = &bar {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        }
+    };
+    let stats = index
+        .embed_pending(engine, &[], None, &on_progress)
+        .with_context(|| format!("embedding chunks of {}", index.root().display()))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(stats)
+}
+
+fn progress_bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
+    (show && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(&format!("{{spinner}} {template}"))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
 }
 
 #[derive(Subcommand)]
@@ -158,9 +214,18 @@ fn run(cli: Cli) -> Result<()> {
         Command::Index { root, common, json } => {
             let index = open(root, &common)?;
             let stats = refresh(&index, true)?;
-            let summary = index.snapshot().summary.clone();
+            let engine = dense_engine(&common, true);
+            let embedded = embed(&index, &engine, true)?;
+            let snapshot = index.snapshot();
+            let summary = snapshot.summary.clone();
+            let (n_embedded, n_total) = snapshot.coverage();
             if json {
-                let value = serde_json::json!({ "update": stats, "summary": summary });
+                let value = serde_json::json!({
+                    "update": stats,
+                    "embedding": embedded,
+                    "summary": summary,
+                    "coverage": { "embedded": n_embedded, "total": n_total },
+                });
                 writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             } else if !stats.wrote && !index.is_writer() {
                 writeln!(out, "index is read-only right now; nothing written")?;
@@ -176,6 +241,17 @@ fn run(cli: Cli) -> Result<()> {
                     stats.files_removed,
                     stats.files_skipped,
                 )?;
+                match (&embedded.error, engine.unavailable_reason()) {
+                    (_, Some(reason)) => writeln!(out, "lexical only: {reason}")?,
+                    (Some(error), None) => writeln!(out, "embedding stopped: {error}")?,
+                    (None, None) => writeln!(
+                        out,
+                        "embedded {} chunks ({} from the vector cache) in {:.1} s; {n_embedded}/{n_total} chunks have vectors",
+                        embedded.embedded,
+                        embedded.from_cache,
+                        embedded.elapsed_ms / 1000.0,
+                    )?,
+                }
             }
         }
         Command::Search {
@@ -187,13 +263,35 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let index = open(root, &common)?;
             refresh(&index, true)?;
+            let engine = dense_engine(&common, false);
+            index
+                .attach_dense(&engine)
+                .context("opening the vector index")?;
+            let (embedded, total) = index.snapshot().coverage();
+            if engine.unavailable_reason().is_none() && total - embedded <= INLINE_EMBED_LIMIT {
+                // A few fresh chunks (an edit): embed them now.
+                index
+                    .embed_pending(&engine, &[], Some(INLINE_EMBED_LIMIT as usize), &|_| {})
+                    .context("embedding changed chunks")?;
+            }
             let snapshot = index.snapshot();
             let options = SearchOptions {
                 limit,
                 ..SearchOptions::default()
             };
             let mut text = DiskText::new(index.root());
-            let results = search::search(&snapshot, &query, &options, &mut text);
+            let results =
+                search::search_with(&snapshot, &query, &options, &mut text, Some(&engine));
+            if !json {
+                if let Some(reason) = &results.reason {
+                    eprintln!("quarry: lexical-only search: {reason}");
+                } else if results.coverage.embedded < results.coverage.total {
+                    eprintln!(
+                        "quarry: {} of {} chunks embedded; run `quarry index` to embed the rest",
+                        results.coverage.embedded, results.coverage.total
+                    );
+                }
+            }
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
             } else {
@@ -247,14 +345,29 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;
+            let engine = dense_engine(&common, false);
+            index
+                .attach_dense(&engine)
+                .context("opening the vector index")?;
             let snapshot = index.snapshot();
             let summary = &snapshot.summary;
+            let (embedded, total) = snapshot.coverage();
+            let model = match engine.model_id() {
+                Some(id) => id.to_string(),
+                None => format!(
+                    "none ({})",
+                    engine.unavailable_reason().unwrap_or("unknown")
+                ),
+            };
             if json {
                 let value = serde_json::json!({
                     "root": index.root(),
                     "cache_dir": index.cache_dir(),
                     "writer": index.is_writer(),
                     "summary": summary,
+                    "model": engine.model_id(),
+                    "model_error": engine.unavailable_reason(),
+                    "coverage": { "embedded": embedded, "total": total },
                 });
                 writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             } else {
@@ -262,6 +375,8 @@ fn run(cli: Cli) -> Result<()> {
                 writeln!(out, "cache      {}", index.cache_dir().display())?;
                 writeln!(out, "files      {}", summary.files_indexed)?;
                 writeln!(out, "chunks     {}", summary.chunks)?;
+                writeln!(out, "embedded   {embedded}/{total}")?;
+                writeln!(out, "model      {model}")?;
                 writeln!(out, "segments   {}", summary.segments)?;
                 for (language, n) in &summary.languages {
                     writeln!(out, "  {language:<12} {n} files")?;

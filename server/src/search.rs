@@ -1,18 +1,21 @@
 //! Search: runs queries against a snapshot and resolves hits against the
 //! text as it is now.
 //!
-//! Owns: the lexical query branch (BM25F over every segment, skipping dead
-//! chunks), quoted-phrase filtering and verification, the symbol-name
-//! branch, and snippets.
+//! Owns: the query branches (lexical BM25F over every segment skipping
+//! dead chunks, dense nearest neighbours, symbol names), their fusion via
+//! `rank`, quoted-phrase filtering and verification, the lexical-only
+//! fallback with its reason, and snippets.
 //! Invariants: a hit is only flagged `phrase` after the exact phrase was
 //! found in the chunk's current text; results are deterministic (ties break
 //! on chunk id).
 //! Never: mutate the index, block on the writer, panic on any query text.
 
 use crate::chunk::ChunkKind;
+use crate::dense::DenseEngine;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
 use crate::lexical::{score_term, Accumulator, Query};
+use crate::rank::{fuse, Branch, FuseConfig, Fused};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -27,6 +30,8 @@ const MAX_QUERY_TERMS: usize = 64;
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
     pub limit: usize,
+    /// RRF constant, per-branch depth and weights.
+    pub fuse: FuseConfig,
     /// Lines of text in each hit's snippet.
     pub snippet_lines: usize,
     /// Phrase candidates verified against their text, best first.
@@ -37,6 +42,7 @@ impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             limit: 10,
+            fuse: FuseConfig::default(),
             snippet_lines: 6,
             max_phrase_checks: 200,
         }
@@ -92,12 +98,27 @@ pub struct Hit {
     pub language: &'static str,
     pub score: f32,
     pub sources: Vec<&'static str>,
+    /// 1-based rank in each branch that found the hit.
+    pub ranks: std::collections::BTreeMap<&'static str, u32>,
     pub snippet: String,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct Coverage {
+    /// Chunks with a vector.
+    pub embedded: u64,
+    /// Live chunks.
+    pub total: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SearchResults {
+    /// `hybrid` when the dense branch ran, else `lexical`.
     pub mode: &'static str,
+    /// Why the search is lexical-only, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub coverage: Coverage,
     pub hits: Vec<Hit>,
 }
 
@@ -160,21 +181,176 @@ thread_local! {
     static ACCUMULATOR: RefCell<Accumulator> = RefCell::new(Accumulator::default());
 }
 
-/// Lexical search. Candidates must contain every token of every quoted
-/// phrase; those whose text holds the exact phrase come first.
+/// Lexical-only search (no dense branch). See [`search_with`].
 pub fn search(
     snapshot: &Snapshot,
     query_text: &str,
     options: &SearchOptions,
     text: &mut dyn TextSource,
 ) -> SearchResults {
+    search_with(snapshot, query_text, options, text, None)
+}
+
+/// One lexical candidate.
+struct LexicalHit {
+    chunk_id: u32,
+    score: f32,
+    phrase: bool,
+}
+
+/// Hybrid search: the lexical, dense and symbol-name branches each fetch
+/// `depth` candidates and are fused with RRF. Chunks that contain every
+/// quoted phrase verbatim come first; with a quoted phrase, only chunks
+/// holding all its words are returned. Without a usable model or vector
+/// index the dense branch is skipped and the results say why.
+pub fn search_with(
+    snapshot: &Snapshot,
+    query_text: &str,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+    dense: Option<&DenseEngine>,
+) -> SearchResults {
+    let (embedded, total) = snapshot.coverage();
     let mut results = SearchResults {
         mode: "lexical",
+        reason: None,
+        coverage: Coverage { embedded, total },
         hits: Vec::new(),
     };
     let query = Query::parse(query_text);
-    if query.is_empty() || options.limit == 0 {
+    if options.limit == 0 || query_text.trim().is_empty() {
         return results;
+    }
+    let depth = options.fuse.depth_for(options.limit);
+
+    // Dense branch first: its failure decides the mode.
+    let mut dense_ids: Vec<u32> = Vec::new();
+    match dense_branch(snapshot, query_text, depth, dense) {
+        Ok(ids) => {
+            results.mode = "hybrid";
+            dense_ids = ids;
+        }
+        Err(reason) => results.reason = Some(reason),
+    }
+
+    let lexical = lexical_branch(snapshot, &query, depth, options, text);
+    let phrase_query = !query.phrases.is_empty();
+    let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
+    let symbol_ids = if looks_like_identifier(query_text) {
+        symbol_branch(snapshot, query_text.trim(), depth)
+    } else {
+        Vec::new()
+    };
+    let lists = [
+        (Branch::Lexical, lexical_ids.as_slice()),
+        (Branch::Dense, dense_ids.as_slice()),
+        (Branch::Symbol, symbol_ids.as_slice()),
+    ];
+    let mut fused = fuse(&lists, &options.fuse);
+    let lexical_info: FxHashMap<u32, &LexicalHit> =
+        lexical.iter().map(|h| (h.chunk_id, h)).collect();
+    if phrase_query {
+        // A quoted phrase is a filter: dense and symbol hits only re-rank.
+        fused.retain(|f| lexical_info.contains_key(&f.chunk_id));
+    }
+    let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
+    // Stable: verified phrase matches first, fused order within each group.
+    fused.sort_by_key(|f| !is_phrase(f));
+    for f in fused.into_iter().take(options.limit) {
+        let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
+            continue;
+        };
+        let mut sources: Vec<&'static str> = f.branches().map(Branch::name).collect();
+        if is_phrase(&f) {
+            sources.push("phrase");
+        }
+        let ranks = f
+            .branches()
+            .map(|b| (b.name(), f.rank(b).unwrap_or(0)))
+            .collect();
+        let mut hit = make_hit(segment, chunk, f.score, sources, options, text);
+        hit.ranks = ranks;
+        if results.mode == "lexical" {
+            // Lexical-only: the BM25 score is more telling than RRF's.
+            if let Some(h) = lexical_info.get(&f.chunk_id) {
+                hit.score = h.score;
+            }
+        }
+        results.hits.push(hit);
+    }
+    results
+}
+
+/// A query that is one identifier or qualified name (`GraphStore::lookup`).
+fn looks_like_identifier(query: &str) -> bool {
+    let query = query.trim();
+    !query.is_empty()
+        && query.len() <= 200
+        && !query.contains(char::is_whitespace)
+        && !query.contains('"')
+        && query.chars().any(char::is_alphabetic)
+}
+
+fn dense_branch(
+    snapshot: &Snapshot,
+    query_text: &str,
+    depth: usize,
+    dense: Option<&DenseEngine>,
+) -> Result<Vec<u32>, String> {
+    let engine = dense.ok_or_else(|| "dense search is disabled".to_string())?;
+    if let Some(reason) = engine.unavailable_reason() {
+        return Err(format!("no embedding model: {reason}"));
+    }
+    let vectors = snapshot
+        .vectors
+        .as_ref()
+        .filter(|v| Some(v.model_id()) == engine.model_id())
+        .ok_or_else(|| "no vectors for this model yet: run `quarry index`".to_string())?;
+    if vectors.is_empty() {
+        return Err("no chunk is embedded yet: run `quarry index`".into());
+    }
+    let query_vector = engine.embed_query(query_text)?;
+    let is_live = |id: u32| snapshot.is_live(id);
+    Ok(vectors
+        .search(&query_vector, depth, &is_live)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
+}
+
+fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> Vec<u32> {
+    let query = SymbolQuery::parse(query_text, None);
+    if query.is_empty() {
+        return Vec::new();
+    }
+    let is_live = |id: u32| snapshot.is_live(id);
+    let mut matches: Vec<SymbolMatch> = Vec::new();
+    for segment in &snapshot.segments {
+        segment
+            .symbols
+            .search(&query, &is_live, depth, &mut matches);
+    }
+    merge_matches(&mut matches, depth);
+    // Subsequence matches of an identifier are mostly noise in a fused list.
+    matches
+        .iter()
+        .filter(|m| m.tier != MatchTier::Subsequence)
+        .map(|m| m.chunk_id)
+        .collect()
+}
+
+/// BM25F over every segment. Candidates must contain every token of every
+/// quoted phrase; those whose current text holds the exact phrase are
+/// flagged. Best first.
+fn lexical_branch(
+    snapshot: &Snapshot,
+    query: &Query,
+    depth: usize,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+) -> Vec<LexicalHit> {
+    if query.is_empty() {
+        return Vec::new();
     }
     let n_terms = query.terms.len().min(MAX_QUERY_TERMS);
     let phrase_masks: Vec<u64> = query
@@ -207,9 +383,9 @@ pub fn search(
         }
     }
     let k = if query.phrases.is_empty() {
-        options.limit
+        depth
     } else {
-        options.limit.max(options.max_phrase_checks)
+        depth.max(options.max_phrase_checks)
     };
     let mut top = TopK::new(k);
     ACCUMULATOR.with(|acc| {
@@ -249,43 +425,37 @@ pub fn search(
         }
     });
     let candidates = top.into_sorted();
-    let mut ranked: Vec<(bool, Candidate)> = Vec::with_capacity(candidates.len());
     if query.phrases.is_empty() {
-        ranked.extend(candidates.into_iter().map(|c| (false, c)));
-    } else {
-        let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
-        for candidate in candidates {
-            let verified = snapshot
-                .chunk(candidate.chunk_id)
-                .is_some_and(|(seg, chunk)| {
-                    text.text(seg.path_of(chunk)).is_some_and(|file| {
-                        let body = normalize(chunk_text(file, chunk));
-                        phrases.iter().all(|p| body.contains(p.as_str()))
-                    })
-                });
-            ranked.push((verified, candidate));
-        }
-        // Stable: verified phrase matches first, score order within each group.
-        ranked.sort_by_key(|(verified, _)| !verified);
+        return candidates
+            .into_iter()
+            .map(|c| LexicalHit {
+                chunk_id: c.chunk_id,
+                score: c.score,
+                phrase: false,
+            })
+            .collect();
     }
-    for (verified, candidate) in ranked.into_iter().take(options.limit) {
-        let Some((segment, chunk)) = snapshot.chunk(candidate.chunk_id) else {
-            continue;
-        };
-        let mut sources = vec!["lexical"];
-        if verified {
-            sources.push("phrase");
-        }
-        results.hits.push(make_hit(
-            segment,
-            chunk,
-            candidate.score,
-            sources,
-            options,
-            text,
-        ));
-    }
-    results
+    let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
+    let mut hits: Vec<LexicalHit> = candidates
+        .into_iter()
+        .map(|c| {
+            let phrase = snapshot.chunk(c.chunk_id).is_some_and(|(seg, chunk)| {
+                text.text(seg.path_of(chunk)).is_some_and(|file| {
+                    let body = normalize(chunk_text(file, chunk));
+                    phrases.iter().all(|p| body.contains(p.as_str()))
+                })
+            });
+            LexicalHit {
+                chunk_id: c.chunk_id,
+                score: c.score,
+                phrase,
+            }
+        })
+        .collect();
+    // Verified phrase matches first, score order within each group.
+    hits.sort_by_key(|h| !h.phrase);
+    hits.truncate(depth);
+    hits
 }
 
 fn make_hit(
@@ -319,6 +489,7 @@ fn make_hit(
         language: chunk.language.name(),
         score,
         sources,
+        ranks: Default::default(),
         snippet,
     }
 }

@@ -39,7 +39,14 @@ fn search_json_has_the_documented_shape() {
         &["search", "GraphStore::lookup", "--json", "--limit", "3"],
     ));
     let value: serde_json::Value = serde_json::from_str(&out).expect("json");
+    // 150-odd fixture chunks are more than `search` embeds inline, so
+    // without `quarry index` this is lexical and says why.
     assert_eq!(value["mode"], "lexical");
+    assert!(value["reason"].is_string(), "{value}");
+    assert!(
+        value["coverage"]["total"].as_u64().unwrap_or(0) > 100,
+        "{value}"
+    );
     let hits = value["hits"].as_array().expect("hits");
     assert!(!hits.is_empty() && hits.len() <= 3);
     let first = &hits[0];

@@ -15,9 +15,11 @@ pub mod segment;
 pub mod store;
 
 use crate::chunk::{chunk_file, Chunk, Language};
+use crate::dense::vectors::VectorIndex;
+use crate::dense::{chunk_text, DenseEngine};
 use crate::lexical::{Bm25Config, CorpusStats};
 use crate::walk::{self, WalkEntry};
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use rustc_hash::FxHashMap;
 use segment::{ChunkRecord, FileRow, FileState, ParsedFile, Segment, SegmentBuilder, SkipReason};
 use serde::Serialize;
@@ -57,6 +59,15 @@ pub enum IndexError {
     },
     #[error("workspace root {0} is not a directory")]
     NotADirectory(PathBuf),
+    #[error("{path}: {reason}")]
+    Vectors { path: PathBuf, reason: String },
+}
+
+fn vector_err(dir: &Path, err: crate::dense::vectors::VectorError) -> IndexError {
+    IndexError::Vectors {
+        path: dir.to_path_buf(),
+        reason: err.to_string(),
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
@@ -135,9 +146,20 @@ pub struct Snapshot {
     pub stats: CorpusStats,
     pub summary: Summary,
     pub bm25: Bm25Config,
+    /// The workspace's vectors, shared by every snapshot: adds and removes
+    /// land in place, so results are filtered by this snapshot's liveness.
+    pub vectors: Option<Arc<VectorIndex>>,
 }
 
 impl Snapshot {
+    /// Embedded chunks and live chunks. The first can lag or lead by a few
+    /// while an update races the embedder.
+    pub fn coverage(&self) -> (u64, u64) {
+        let total = self.summary.chunks;
+        let embedded = self.vectors.as_ref().map_or(0, |v| v.len() as u64);
+        (embedded.min(total), total)
+    }
+
     pub fn is_live(&self, chunk_id: u32) -> bool {
         !bit(&self.dead, chunk_id)
     }
@@ -199,8 +221,29 @@ pub struct Index {
     lock: Option<File>,
     writer: Mutex<WriterState>,
     current: ArcSwap<Snapshot>,
+    vectors: ArcSwapOption<VectorIndex>,
     notes: Mutex<Vec<String>>,
 }
+
+/// What one `embed_pending` call did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct EmbedStats {
+    /// Live chunks without a vector before the call.
+    pub pending: u64,
+    /// Chunks given a vector.
+    pub embedded: u64,
+    pub from_cache: u64,
+    pub computed: u64,
+    /// Chunks skipped because their file changed since it was indexed.
+    pub stale: u64,
+    pub remaining: u64,
+    pub elapsed_ms: f64,
+    /// Why embedding stopped early, if it did.
+    pub error: Option<String>,
+}
+
+/// Chunks embedded per group: texts are read and vectors stored per group.
+const EMBED_GROUP: usize = 256;
 
 impl Index {
     /// Opens (or creates) the index of `config.root`, loading the committed
@@ -238,7 +281,7 @@ impl Index {
                 cache_dir.display()
             ));
         }
-        let snapshot = make_snapshot(&root, &state, &config.bm25);
+        let snapshot = make_snapshot(&root, &state, &config.bm25, None);
         Ok(Index {
             root,
             cache_dir,
@@ -246,6 +289,7 @@ impl Index {
             lock,
             writer: Mutex::new(state),
             current: ArcSwap::from_pointee(snapshot),
+            vectors: ArcSwapOption::empty(),
             notes: Mutex::new(notes),
         })
     }
@@ -413,14 +457,19 @@ impl Index {
         stats.files_removed = removed.len() as u64;
         stats.segments_written += new_segments.len() as u64;
         // Apply rows in order: the newest row of a path wins.
+        let mut killed = Vec::new();
         for segment in &new_segments {
             stats.chunks_added += segment.chunks.len() as u64;
             state.n_stored += segment.chunks.len() as u64;
             manifest.segment_ids.push(segment.id);
             state.segments.push(segment.clone());
             for row in &segment.rows {
-                stats.chunks_removed += apply_row(state, row);
+                apply_row(state, row, &mut killed);
             }
+        }
+        stats.chunks_removed = killed.len() as u64;
+        if let Some(vectors) = self.vectors.load_full() {
+            vectors.remove(&killed);
         }
         if let Some(merged) = self.merge_if_needed(state, &mut manifest, stats)? {
             state.segments.retain(|s| !merged.replaced.contains(&s.id));
@@ -434,12 +483,157 @@ impl Index {
         state.manifest = manifest;
         store::collect_garbage(&self.cache_dir, &state.manifest, Segment::file_name);
         stats.wrote = true;
+        self.publish(state);
+        Ok(())
+    }
+
+    fn publish(&self, state: &WriterState) {
+        let vectors = self.vectors.load_full();
         self.current.store(Arc::new(make_snapshot(
             &self.root,
             state,
             &self.config.bm25,
+            vectors,
         )));
+    }
+
+    /// Opens the vector index for `engine`'s model (or starts an empty one)
+    /// and publishes it with the next snapshot. A no-op without a model.
+    pub fn attach_dense(&self, engine: &DenseEngine) -> Result<(), IndexError> {
+        let Some(model_id) = engine.model_id() else {
+            return Ok(());
+        };
+        if self
+            .vectors
+            .load()
+            .as_ref()
+            .is_some_and(|v| v.model_id() == model_id)
+        {
+            return Ok(());
+        }
+        let dim = engine.dim();
+        let opened = VectorIndex::open(&self.cache_dir, model_id, dim, self.is_writer())
+            .map_err(|e| vector_err(&self.cache_dir, e))?;
+        let vectors = match opened {
+            Some(vectors) => vectors,
+            None => VectorIndex::new(model_id, dim).map_err(|e| vector_err(&self.cache_dir, e))?,
+        };
+        self.vectors.store(Some(Arc::new(vectors)));
+        let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.publish(&state);
         Ok(())
+    }
+
+    /// Embeds live chunks that have no vector yet, most recently changed
+    /// files first (`priority` paths before everything), at most `limit`
+    /// chunks. Lexical search keeps answering meanwhile: the writer lock is
+    /// only held to list the work. Saves the vector index at the end.
+    pub fn embed_pending(
+        &self,
+        engine: &DenseEngine,
+        priority: &[String],
+        limit: Option<usize>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<EmbedStats, IndexError> {
+        let started = Instant::now();
+        let mut stats = EmbedStats::default();
+        self.attach_dense(engine)?;
+        let Some(vectors) = self.vectors.load_full() else {
+            stats.error = engine.unavailable_reason().map(str::to_string);
+            return Ok(stats);
+        };
+        if !self.is_writer() {
+            return Ok(stats);
+        }
+        let snapshot = self.snapshot();
+        // (priority, mtime, path, chunk id), best first.
+        let mut work: Vec<(bool, u64, &str, u32)> = Vec::new();
+        {
+            let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            for (segment, chunk) in snapshot.live_chunks() {
+                if vectors.contains(chunk.chunk_id) {
+                    continue;
+                }
+                let path = segment.path_of(chunk);
+                let mtime = state.files.get(path).map_or(0, |row| row.mtime_ns);
+                work.push((
+                    priority.iter().any(|p| p == path),
+                    mtime,
+                    path,
+                    chunk.chunk_id,
+                ));
+            }
+        }
+        stats.pending = work.len() as u64;
+        work.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then(b.1.cmp(&a.1))
+                .then(a.2.cmp(b.2))
+                .then(a.3.cmp(&b.3))
+        });
+        work.truncate(limit.unwrap_or(usize::MAX));
+        let total = work.len() as u64;
+        let budget = engine.config().token_budget;
+        let mut files: FxHashMap<&str, Option<String>> = FxHashMap::default();
+        for group in work.chunks(EMBED_GROUP) {
+            let mut ids = Vec::with_capacity(group.len());
+            let mut texts = Vec::with_capacity(group.len());
+            for (_, mtime, path, chunk_id) in group {
+                let file = files.entry(path).or_insert_with(|| {
+                    let abs = self.root.join(path);
+                    // A file changed since indexing would give wrong text.
+                    match walk::stat(&abs) {
+                        Ok((_, now)) if now == *mtime => std::fs::read(&abs)
+                            .ok()
+                            .map(|b| String::from_utf8_lossy(&b).into_owned()),
+                        _ => None,
+                    }
+                });
+                let found = snapshot
+                    .chunk(*chunk_id)
+                    .and_then(|(segment, _)| Some((segment, segment.position(*chunk_id)?)));
+                let (Some(file), Some((segment, position))) = (file.as_deref(), found) else {
+                    stats.stale += 1;
+                    continue;
+                };
+                ids.push(*chunk_id);
+                texts.push(chunk_text(segment, position, file, budget));
+            }
+            if files.len() > 64 {
+                files.clear();
+            }
+            match engine.embed_texts(&texts) {
+                Ok((vectors_out, counts)) => {
+                    let entries: Vec<(u32, &[f32])> = ids
+                        .iter()
+                        .zip(&vectors_out)
+                        .map(|(id, v)| (*id, v.as_slice()))
+                        .collect();
+                    vectors
+                        .add(&entries)
+                        .map_err(|e| vector_err(&self.cache_dir, e))?;
+                    stats.embedded += ids.len() as u64;
+                    stats.from_cache += counts.from_cache as u64;
+                    stats.computed += counts.computed as u64;
+                }
+                Err(reason) => {
+                    stats.error = Some(reason);
+                    break;
+                }
+            }
+            progress(Progress {
+                done: stats.embedded + stats.stale,
+                total,
+            });
+        }
+        stats.remaining = stats.pending - stats.embedded;
+        if stats.embedded > 0 {
+            vectors
+                .save(&self.cache_dir)
+                .map_err(|e| vector_err(&self.cache_dir, e))?;
+        }
+        stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(stats)
     }
 
     fn write_segment(&self, segment: &Segment) -> Result<(), IndexError> {
@@ -614,13 +808,14 @@ struct Merged {
     replaced: Vec<u64>,
 }
 
-/// Makes `row` the winning row of its path; returns how many chunks died.
-fn apply_row(state: &mut WriterState, row: &FileRow) -> u64 {
+/// Makes `row` the winning row of its path; pushes the ids of the chunks
+/// that died onto `killed`.
+fn apply_row(state: &mut WriterState, row: &FileRow, killed: &mut Vec<u32>) {
     let new_ids: &[u32] = match &row.state {
         FileState::Indexed { chunk_ids, .. } => chunk_ids,
         _ => &[],
     };
-    let mut n_dead = 0;
+    let n_before = killed.len();
     let old = if row.state == FileState::Deleted {
         state.files.remove(&row.path)
     } else {
@@ -634,12 +829,11 @@ fn apply_row(state: &mut WriterState, row: &FileRow) -> u64 {
         for id in chunk_ids {
             if !new_ids.contains(&id) {
                 set_bit(&mut state.dead, id);
-                n_dead += 1;
+                killed.push(id);
             }
         }
     }
-    state.n_dead += n_dead;
-    n_dead
+    state.n_dead += (killed.len() - n_before) as u64;
 }
 
 /// Decodes file bytes (lossily when they are not UTF-8), or says why the
@@ -749,9 +943,11 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
     }
     state.n_dead = state.n_stored;
     let segments = state.segments.clone();
+    let mut killed = Vec::new();
     for segment in &segments {
         for row in &segment.rows {
-            apply_row(&mut state, row);
+            apply_row(&mut state, row, &mut killed);
+            killed.clear();
         }
     }
     let mut n_live = 0u64;
@@ -770,7 +966,12 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
     Ok(Some(state))
 }
 
-fn make_snapshot(root: &Path, state: &WriterState, bm25: &Bm25Config) -> Snapshot {
+fn make_snapshot(
+    root: &Path,
+    state: &WriterState,
+    bm25: &Bm25Config,
+    vectors: Option<Arc<VectorIndex>>,
+) -> Snapshot {
     let mut stats = CorpusStats::default();
     for segment in &state.segments {
         stats.add(&segment.lexical);
@@ -800,5 +1001,6 @@ fn make_snapshot(root: &Path, state: &WriterState, bm25: &Bm25Config) -> Snapsho
         stats,
         summary,
         bm25: bm25.clone(),
+        vectors,
     }
 }

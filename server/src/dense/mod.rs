@@ -1,0 +1,305 @@
+//! Dense stage: embeddings computed in-process with candle, cached per
+//! machine, searched with usearch.
+//!
+//! Owns: model lookup and loading (`embed`), the shared vector cache
+//! (`cache`), the workspace vector index (`vectors`), the text a chunk is
+//! embedded as, and the `DenseEngine` that ties them together with a small
+//! cache of recent query vectors.
+//! Invariants: the engine never fails to construct: without a usable model
+//! it reports why, and callers fall back to lexical search. An embedding
+//! error at run time is returned, never panicked, and the next call tries
+//! the model again, so search returns to hybrid when the model recovers.
+//! Never: network access (models come from a local directory), decide
+//! ranking, touch the segment store.
+
+pub mod cache;
+pub mod embed;
+pub mod vectors;
+
+use crate::index::segment::Segment;
+use cache::{cache_key, VectorCache};
+use embed::{Embedder, EmbedderOptions};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Query vectors kept for repeated queries (editors re-query per keystroke).
+const QUERY_CACHE_SIZE: usize = 256;
+
+#[derive(Clone, Debug)]
+pub struct DenseConfig {
+    /// `--model DIR`; otherwise `QUARRY_MODEL` and the default locations.
+    pub model_dir: Option<PathBuf>,
+    /// Tokens of chunk text embedded (the model truncates beyond this).
+    pub token_budget: usize,
+    /// Texts per forward pass.
+    pub batch_size: usize,
+    /// Threads for inference; `None` leaves one core for the server.
+    pub threads: Option<usize>,
+    /// The machine-wide vector cache; `None` is the default location.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for DenseConfig {
+    fn default() -> Self {
+        DenseConfig {
+            model_dir: None,
+            token_budget: 128,
+            batch_size: 32,
+            threads: None,
+            cache_dir: None,
+        }
+    }
+}
+
+/// What `embed_texts` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmbedCounts {
+    pub from_cache: usize,
+    pub computed: usize,
+}
+
+pub struct DenseEngine {
+    config: DenseConfig,
+    embedder: Result<Embedder, String>,
+    cache: Mutex<Option<VectorCache>>,
+    recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
+    /// Fault injection for tests and drills: makes every embedding fail.
+    fail: AtomicBool,
+}
+
+impl DenseEngine {
+    /// Finds and loads the model. Never fails: an unusable model is
+    /// recorded and reported by `unavailable_reason`.
+    pub fn load(config: DenseConfig) -> DenseEngine {
+        let env_dir = std::env::var_os("QUARRY_MODEL").map(PathBuf::from);
+        let explicit = config.model_dir.clone().or(env_dir);
+        let mut options = EmbedderOptions {
+            max_tokens: config.token_budget,
+            ..EmbedderOptions::default()
+        };
+        if let Some(threads) = config.threads {
+            options.threads = threads.max(1);
+        }
+        let embedder = embed::locate_model(explicit.as_deref())
+            .and_then(|dir| Embedder::load(&dir, options))
+            .map_err(|e| e.to_string());
+        DenseEngine {
+            config,
+            embedder,
+            cache: Mutex::new(None),
+            recent_queries: Mutex::new(VecDeque::new()),
+            fail: AtomicBool::new(false),
+        }
+    }
+
+    /// A disabled engine (`--no-dense`).
+    pub fn disabled(reason: &str) -> DenseEngine {
+        DenseEngine {
+            config: DenseConfig::default(),
+            embedder: Err(reason.to_string()),
+            cache: Mutex::new(None),
+            recent_queries: Mutex::new(VecDeque::new()),
+            fail: AtomicBool::new(false),
+        }
+    }
+
+    /// Why dense search cannot run at all, if it cannot.
+    pub fn unavailable_reason(&self) -> Option<&str> {
+        self.embedder.as_ref().err().map(String::as_str)
+    }
+
+    pub fn embedder(&self) -> Option<&Embedder> {
+        self.embedder.as_ref().ok()
+    }
+
+    pub fn model_id(&self) -> Option<&str> {
+        self.embedder().map(Embedder::model_id)
+    }
+
+    pub fn dim(&self) -> usize {
+        self.embedder().map_or(0, Embedder::dim)
+    }
+
+    pub fn config(&self) -> &DenseConfig {
+        &self.config
+    }
+
+    /// Makes every later embedding fail (`true`) or work again (`false`).
+    /// For tests and failure drills of the lexical fallback.
+    pub fn inject_failure(&self, fail: bool) {
+        self.fail.store(fail, Ordering::SeqCst);
+    }
+
+    fn working_embedder(&self) -> Result<&Embedder, String> {
+        let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
+        if self.fail.load(Ordering::SeqCst) {
+            return Err("embedding failed: injected failure".into());
+        }
+        Ok(embedder)
+    }
+
+    /// The vector of a query, from the recent-query cache when possible.
+    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>, String> {
+        let embedder = self.working_embedder()?;
+        let mut recent = self
+            .recent_queries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(pos) = recent.iter().position(|(q, _)| q == query) {
+            if let Some(entry) = recent.remove(pos) {
+                let vector = entry.1.clone();
+                recent.push_front(entry);
+                return Ok(vector);
+            }
+        }
+        drop(recent);
+        let vector = embedder
+            .embed(&[query])
+            .map_err(|e| format!("embedding failed: {e}"))?
+            .pop()
+            .ok_or_else(|| "embedding failed: no vector".to_string())?;
+        let vector = Arc::new(vector);
+        let mut recent = self
+            .recent_queries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        recent.push_front((query.to_string(), vector.clone()));
+        recent.truncate(QUERY_CACHE_SIZE);
+        Ok(vector)
+    }
+
+    /// Vectors for chunk texts: cached ones from the machine-wide cache,
+    /// the rest computed in batches sorted by length and added to it.
+    pub fn embed_texts(
+        &self,
+        inputs: &[ChunkText],
+    ) -> Result<(Vec<Vec<f32>>, EmbedCounts), String> {
+        let embedder = self.working_embedder()?;
+        let model_id = embedder.model_id();
+        let keys: Vec<cache::CacheKey> = inputs
+            .iter()
+            .map(|t| cache_key(model_id, &t.cache_text))
+            .collect();
+        let texts: Vec<&str> = inputs.iter().map(|t| t.text.as_str()).collect();
+        let mut guard = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            let dir = self
+                .config
+                .cache_dir
+                .clone()
+                .unwrap_or_else(cache::default_dir);
+            // An unusable cache only costs speed.
+            *guard = VectorCache::open(&dir, model_id, embedder.dim()).ok();
+        }
+        let mut out: Vec<Option<Vec<f32>>> = keys
+            .iter()
+            .map(|k| guard.as_ref().and_then(|c| c.get(k)))
+            .collect();
+        drop(guard);
+        let mut counts = EmbedCounts {
+            from_cache: out.iter().filter(|v| v.is_some()).count(),
+            computed: 0,
+        };
+        let mut missing: Vec<usize> = (0..texts.len()).filter(|i| out[*i].is_none()).collect();
+        missing.sort_by_key(|i| texts[*i].len());
+        let mut fresh: Vec<(cache::CacheKey, Vec<f32>)> = Vec::with_capacity(missing.len());
+        for batch in missing.chunks(self.config.batch_size.max(1)) {
+            let batch_texts: Vec<&str> = batch.iter().map(|i| texts[*i]).collect();
+            let vectors = embedder
+                .embed(&batch_texts)
+                .map_err(|e| format!("embedding failed: {e}"))?;
+            for (i, vector) in batch.iter().zip(vectors) {
+                fresh.push((keys[*i], vector.clone()));
+                out[*i] = Some(vector);
+            }
+            counts.computed += batch.len();
+        }
+        if !fresh.is_empty() {
+            let mut guard = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(cache) = guard.as_mut() {
+                let entries: Vec<(cache::CacheKey, &[f32])> =
+                    fresh.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+                let _ = cache.append(&entries);
+            }
+        }
+        Ok((
+            out.into_iter().map(Option::unwrap_or_default).collect(),
+            counts,
+        ))
+    }
+}
+
+/// The text a chunk is embedded as, and the text its cache key is computed
+/// from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkText {
+    /// Qualified name, kind and path, then the chunk's source (signature,
+    /// doc and body), cut to roughly the token budget (the tokenizer
+    /// truncates exactly; this bounds the work).
+    pub text: String,
+    /// The same without the path: the vector cache is keyed on this, so a
+    /// function that moves to another file or worktree keeps its vector.
+    pub cache_text: String,
+}
+
+pub fn chunk_text(
+    segment: &Segment,
+    position: usize,
+    file_text: &str,
+    token_budget: usize,
+) -> ChunkText {
+    let Some(chunk) = segment.chunks.get(position) else {
+        return ChunkText {
+            text: String::new(),
+            cache_text: String::new(),
+        };
+    };
+    let max_chars = token_budget.saturating_mul(8);
+    let body = source_without_children(segment, position, file_text, max_chars);
+    let head = format!("{} ({})", chunk.qualified_name, chunk.kind.name());
+    ChunkText {
+        text: format!("{head} {}\n{body}", segment.path_of(chunk)),
+        cache_text: format!("{head}\n{body}"),
+    }
+}
+
+/// A chunk's source with each nested definition replaced by its signature,
+/// so a class is embedded as its header, fields and member signatures, and
+/// editing one method's body changes one embedded text, not two. At most
+/// about `max_chars` bytes.
+fn source_without_children(
+    segment: &Segment,
+    position: usize,
+    file_text: &str,
+    max_chars: usize,
+) -> String {
+    let chunk = &segment.chunks[position];
+    let slice = |start: u32, end: u32| file_text.get(start as usize..end as usize).unwrap_or("");
+    let mut out = String::new();
+    let mut cursor = chunk.byte_start;
+    // A file's chunks are stored together, sorted by start (outer first).
+    for child in &segment.chunks[position + 1..] {
+        if out.len() >= max_chars {
+            break;
+        }
+        if child.path_idx != chunk.path_idx || child.byte_start >= chunk.byte_end {
+            break;
+        }
+        if child.byte_start < cursor || child.byte_end > chunk.byte_end {
+            continue;
+        }
+        out.push_str(slice(cursor, child.byte_start));
+        out.push_str(&child.signature);
+        out.push('\n');
+        cursor = child.byte_end;
+    }
+    out.push_str(slice(cursor, chunk.byte_end));
+    let mut cut = out.len().min(max_chars);
+    while !out.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.truncate(cut);
+    out
+}

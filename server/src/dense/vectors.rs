@@ -1,0 +1,271 @@
+//! The workspace's vector index: one usearch HNSW graph (cosine, f16
+//! scalars) keyed by chunk id, persisted beside the segments.
+//!
+//! Invariants: a key is a chunk id that was live when its vector was added;
+//! dead chunks are removed when the index learns of them, and any stragglers
+//! are filtered by the snapshot's liveness at query time, so a lagging
+//! vector file can cost recall but never serve a dead chunk. Updates are
+//! remove-then-add. The file is written to a temp path and renamed, and its
+//! model id lives in a checksummed sidecar: a file from another model, a
+//! torn or unreadable file means starting empty (the shared vector cache
+//! makes refilling cheap).
+//! Never: embed text, decide which chunks are live.
+
+use crate::codec::{frame, unframe, Reader, Writer};
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
+
+pub const VECTORS_FILE: &str = "vectors.usearch";
+pub const VECTORS_META_FILE: &str = "vectors.meta";
+const META_MAGIC: &[u8; 4] = b"QVMT";
+const META_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VectorError {
+    #[error("vector index: {0}")]
+    Usearch(String),
+    #[error("vector index {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn usearch_err(err: impl std::fmt::Display) -> VectorError {
+    VectorError::Usearch(err.to_string())
+}
+
+pub struct VectorIndex {
+    /// Writes that change capacity take the write lock; adds, removes and
+    /// searches share the read lock (usearch synchronises them itself).
+    index: RwLock<usearch::Index>,
+    model_id: String,
+    dim: usize,
+}
+
+fn options(dim: usize) -> IndexOptions {
+    IndexOptions {
+        dimensions: dim,
+        metric: MetricKind::Cos,
+        quantization: ScalarKind::F16,
+        connectivity: 0,
+        expansion_add: 0,
+        expansion_search: 0,
+        multi: false,
+    }
+}
+
+impl VectorIndex {
+    pub fn new(model_id: &str, dim: usize) -> Result<VectorIndex, VectorError> {
+        let index = usearch::Index::new(&options(dim)).map_err(usearch_err)?;
+        Ok(VectorIndex {
+            index: RwLock::new(index),
+            model_id: model_id.to_string(),
+            dim,
+        })
+    }
+
+    pub fn model_id(&self) -> &str {
+        &self.model_id
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, usearch::Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Vectors stored.
+    pub fn len(&self) -> usize {
+        self.read().size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, chunk_id: u32) -> bool {
+        self.read().contains(u64::from(chunk_id))
+    }
+
+    /// Adds (or replaces) vectors.
+    pub fn add(&self, entries: &[(u32, &[f32])]) -> Result<(), VectorError> {
+        let needed = self.len() + entries.len();
+        {
+            let index = self.index.write().unwrap_or_else(|e| e.into_inner());
+            if index.capacity() < needed {
+                index
+                    .reserve(needed.max(index.capacity() * 2).max(1024))
+                    .map_err(usearch_err)?;
+            }
+        }
+        let index = self.read();
+        for (chunk_id, vector) in entries {
+            if vector.len() != self.dim {
+                return Err(VectorError::Usearch(format!(
+                    "vector of {} dimensions, index has {}",
+                    vector.len(),
+                    self.dim
+                )));
+            }
+            let key = u64::from(*chunk_id);
+            if index.contains(key) {
+                index.remove(key).map_err(usearch_err)?;
+            }
+            index.add(key, vector).map_err(usearch_err)?;
+        }
+        Ok(())
+    }
+
+    pub fn remove(&self, chunk_ids: &[u32]) {
+        let index = self.read();
+        for id in chunk_ids {
+            let key = u64::from(*id);
+            if index.contains(key) {
+                let _ = index.remove(key);
+            }
+        }
+    }
+
+    /// The `k` nearest chunk ids accepted by `keep`, with cosine similarity.
+    pub fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(u32) -> bool) -> Vec<(u32, f32)> {
+        if query.len() != self.dim || k == 0 {
+            return Vec::new();
+        }
+        let index = self.read();
+        if index.size() == 0 {
+            return Vec::new();
+        }
+        let filter = |key: u64| u32::try_from(key).is_ok_and(keep);
+        let Ok(matches) = index.filtered_search(query, k, filter) else {
+            return Vec::new();
+        };
+        matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .filter_map(|(key, distance)| Some((u32::try_from(*key).ok()?, 1.0 - distance)))
+            .collect()
+    }
+
+    /// Writes the index and its sidecar atomically into `dir`.
+    pub fn save(&self, dir: &Path) -> Result<(), VectorError> {
+        let tmp = dir.join(format!("{VECTORS_FILE}.tmp-{}", std::process::id()));
+        let tmp_str = tmp.to_string_lossy().into_owned();
+        self.read().save(&tmp_str).map_err(usearch_err)?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| VectorError::Io { path, source }
+        };
+        std::fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&tmp))?;
+        std::fs::rename(&tmp, dir.join(VECTORS_FILE)).map_err(io(&tmp))?;
+        let mut w = Writer::new();
+        w.str(&self.model_id);
+        w.u32(self.dim as u32);
+        w.u64(self.len() as u64);
+        crate::index::store::write_atomic(
+            dir,
+            VECTORS_META_FILE,
+            &frame(META_MAGIC, META_VERSION, &w.buf),
+        )
+        .map_err(io(&dir.join(VECTORS_META_FILE)))
+    }
+
+    /// Opens the saved index in `dir` if it was built by `model_id` with
+    /// `dim` dimensions; `Ok(None)` when there is none or it does not match.
+    /// `writable` copies it into memory; otherwise it is memory-mapped.
+    pub fn open(
+        dir: &Path,
+        model_id: &str,
+        dim: usize,
+        writable: bool,
+    ) -> Result<Option<VectorIndex>, VectorError> {
+        let Ok(meta) = std::fs::read(dir.join(VECTORS_META_FILE)) else {
+            return Ok(None);
+        };
+        let Ok(payload) = unframe(&meta, META_MAGIC, "vector sidecar", META_VERSION) else {
+            return Ok(None);
+        };
+        let mut r = Reader::new(payload);
+        let (Ok(saved_model), Ok(saved_dim)) = (r.str(), r.u32()) else {
+            return Ok(None);
+        };
+        if saved_model != model_id || saved_dim as usize != dim {
+            return Ok(None);
+        }
+        let path = dir.join(VECTORS_FILE);
+        let path_str = path.to_string_lossy().into_owned();
+        // The header must agree before usearch reads the body.
+        match usearch::Index::metadata(&path_str) {
+            Ok(meta) if meta.dimensions == dim as u64 => {}
+            _ => return Ok(None),
+        }
+        let index = usearch::Index::new(&options(dim)).map_err(usearch_err)?;
+        let loaded = if writable {
+            index.load(&path_str)
+        } else {
+            index.view(&path_str)
+        };
+        if loaded.is_err() {
+            return Ok(None);
+        }
+        Ok(Some(VectorIndex {
+            index: RwLock::new(index),
+            model_id: model_id.to_string(),
+            dim,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(values: &[f32]) -> Vec<f32> {
+        let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+        values.iter().map(|v| v / norm).collect()
+    }
+
+    #[test]
+    fn add_search_remove_and_persist() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = VectorIndex::new("m", 4).expect("new");
+        let (a, b, c) = (
+            unit(&[1.0, 0.0, 0.0, 0.0]),
+            unit(&[0.9, 0.1, 0.0, 0.0]),
+            unit(&[0.0, 0.0, 1.0, 0.0]),
+        );
+        index.add(&[(1, &a), (2, &b), (3, &c)]).expect("add");
+        let hits = index.search(&a, 2, &|_| true);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert!((hits[0].1 - 1.0).abs() < 1e-2);
+        // The filter hides chunks the snapshot says are dead.
+        let hits = index.search(&a, 2, &|id| id != 1);
+        assert_eq!(hits[0].0, 2);
+        // Update = remove then add.
+        index.add(&[(2, &c)]).expect("replace");
+        assert_eq!(index.search(&c, 1, &|id| id != 3)[0].0, 2);
+        index.remove(&[3]);
+        assert_eq!(index.len(), 2);
+        index.save(dir.path()).expect("save");
+
+        let viewed = VectorIndex::open(dir.path(), "m", 4, false)
+            .expect("open")
+            .expect("some");
+        assert_eq!(viewed.len(), 2);
+        assert_eq!(viewed.search(&a, 1, &|_| true)[0].0, 1);
+        assert!(VectorIndex::open(dir.path(), "other-model", 4, false)
+            .expect("open")
+            .is_none());
+        std::fs::write(dir.path().join(VECTORS_FILE), b"torn").expect("corrupt");
+        assert!(VectorIndex::open(dir.path(), "m", 4, true)
+            .expect("open")
+            .is_none());
+    }
+}

@@ -1,0 +1,186 @@
+//! Rank fusion: combines the ranked lists of the query branches with
+//! Reciprocal Rank Fusion, `score(d) = sum_b weight_b / (k + rank_b(d))`.
+//!
+//! Owns: `FuseConfig` (k, depth, per-branch weights) and `fuse`.
+//! Invariants: ranks are 1-based; a chunk's fused score only depends on its
+//! ranks; ties break on the best single rank, then on chunk id, so output
+//! is deterministic; every fused hit remembers its rank in each branch.
+//! Never: look at text, scores of individual branches or the index.
+
+use serde::Serialize;
+
+/// A query branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Branch {
+    Lexical,
+    Dense,
+    Symbol,
+}
+
+impl Branch {
+    pub const ALL: [Branch; 3] = [Branch::Lexical, Branch::Dense, Branch::Symbol];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Branch::Lexical => "lexical",
+            Branch::Dense => "dense",
+            Branch::Symbol => "symbol",
+        }
+    }
+
+    fn slot(self) -> usize {
+        self as usize
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuseConfig {
+    /// The RRF constant: larger values flatten the rank curve.
+    pub k: f32,
+    /// Candidates fetched per branch; `None` means `max(limit * 4, 50)`.
+    pub depth: Option<usize>,
+    /// Weight of each branch, indexed like `Branch::ALL`.
+    pub weights: [f32; 3],
+}
+
+impl Default for FuseConfig {
+    fn default() -> Self {
+        FuseConfig {
+            k: 60.0,
+            depth: None,
+            weights: [1.0, 1.0, 1.0],
+        }
+    }
+}
+
+impl FuseConfig {
+    pub fn depth_for(&self, limit: usize) -> usize {
+        self.depth.unwrap_or_else(|| (limit * 4).max(50))
+    }
+
+    pub fn weight(&self, branch: Branch) -> f32 {
+        self.weights[branch.slot()]
+    }
+}
+
+/// One fused result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fused {
+    pub chunk_id: u32,
+    pub score: f32,
+    /// 1-based rank in each branch that returned it, indexed like `Branch::ALL`.
+    pub ranks: [Option<u32>; 3],
+}
+
+impl Fused {
+    pub fn rank(&self, branch: Branch) -> Option<u32> {
+        self.ranks[branch.slot()]
+    }
+
+    pub fn branches(&self) -> impl Iterator<Item = Branch> + '_ {
+        Branch::ALL.into_iter().filter(|b| self.rank(*b).is_some())
+    }
+
+    fn best_rank(&self) -> u32 {
+        self.ranks
+            .iter()
+            .flatten()
+            .copied()
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+}
+
+/// Fuses ranked lists of chunk ids (best first). A chunk listed twice in one
+/// branch keeps its first rank.
+pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<Fused> {
+    let mut by_chunk: rustc_hash::FxHashMap<u32, usize> = Default::default();
+    let mut fused: Vec<Fused> = Vec::new();
+    for (branch, ids) in lists {
+        let weight = config.weight(*branch);
+        for (position, chunk_id) in ids.iter().enumerate() {
+            let rank = position as u32 + 1;
+            let idx = *by_chunk.entry(*chunk_id).or_insert_with(|| {
+                fused.push(Fused {
+                    chunk_id: *chunk_id,
+                    score: 0.0,
+                    ranks: [None; 3],
+                });
+                fused.len() - 1
+            });
+            let entry = &mut fused[idx];
+            if entry.ranks[branch.slot()].is_some() {
+                continue;
+            }
+            entry.ranks[branch.slot()] = Some(rank);
+            entry.score += weight / (config.k + rank as f32);
+        }
+    }
+    fused.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.best_rank().cmp(&b.best_rank()))
+            .then(a.chunk_id.cmp(&b.chunk_id))
+    });
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<u32> {
+        fuse(lists, config).iter().map(|f| f.chunk_id).collect()
+    }
+
+    #[test]
+    fn agreement_beats_a_single_top_rank() {
+        let lexical: &[u32] = &[1, 2, 3];
+        let dense: &[u32] = &[4, 2, 5];
+        let fused = fuse(
+            &[(Branch::Lexical, lexical), (Branch::Dense, dense)],
+            &FuseConfig::default(),
+        );
+        assert_eq!(fused[0].chunk_id, 2);
+        assert_eq!(fused[0].ranks, [Some(2), Some(2), None]);
+        assert!((fused[0].score - 2.0 / 62.0).abs() < 1e-6);
+        // Ties (1 and 4 both rank 1 once) break on chunk id.
+        assert_eq!(
+            &order(
+                &[(Branch::Lexical, lexical), (Branch::Dense, dense)],
+                &FuseConfig::default()
+            )[1..3],
+            &[1, 4]
+        );
+    }
+
+    #[test]
+    fn weights_and_k_shift_the_order() {
+        let lexical: &[u32] = &[1];
+        let dense: &[u32] = &[2];
+        let config = FuseConfig {
+            weights: [1.0, 2.0, 1.0],
+            ..FuseConfig::default()
+        };
+        assert_eq!(
+            order(
+                &[(Branch::Lexical, lexical), (Branch::Dense, dense)],
+                &config
+            ),
+            vec![2, 1]
+        );
+        assert_eq!(FuseConfig::default().depth_for(5), 50);
+        assert_eq!(FuseConfig::default().depth_for(20), 80);
+    }
+
+    #[test]
+    fn duplicates_keep_their_first_rank_and_empty_is_empty() {
+        let lexical: &[u32] = &[7, 7, 8];
+        let fused = fuse(&[(Branch::Lexical, lexical)], &FuseConfig::default());
+        assert_eq!(fused.len(), 2);
+        assert_eq!(fused[0].rank(Branch::Lexical), Some(1));
+        assert_eq!(fused[1].rank(Branch::Lexical), Some(3));
+        assert!(fuse(&[], &FuseConfig::default()).is_empty());
+    }
+}

@@ -1,0 +1,233 @@
+//! Hybrid search with the real embedding model, the shared vector cache,
+//! and the lexical-only fallback.
+//!
+//! The model comes from the normal lookup (`QUARRY_MODEL`, the user data
+//! dir, the Hugging Face cache); `scripts/fetch-model.sh` installs it and
+//! `.ci/run` runs that first and sets `QUARRY_REQUIRE_MODEL=1`, so in CI
+//! these tests can not silently skip.
+
+mod common;
+
+use common::Workspace;
+use quarry::dense::{DenseConfig, DenseEngine};
+use quarry::index::Index;
+use quarry::search::{search_with, DiskText, SearchOptions, SearchResults};
+use std::path::Path;
+
+/// The real model, or `None` (with a note) when it is not installed and
+/// not required.
+fn engine(vector_cache: &Path) -> Option<DenseEngine> {
+    let engine = DenseEngine::load(DenseConfig {
+        cache_dir: Some(vector_cache.to_path_buf()),
+        threads: Some(2),
+        ..DenseConfig::default()
+    });
+    if let Some(reason) = engine.unavailable_reason() {
+        let required = std::env::var("QUARRY_REQUIRE_MODEL").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "QUARRY_REQUIRE_MODEL=1 but the model is unavailable: {reason}; run scripts/fetch-model.sh"
+        );
+        eprintln!("skipping: no embedding model ({reason}); run scripts/fetch-model.sh");
+        return None;
+    }
+    Some(engine)
+}
+
+fn run(index: &Index, engine: &DenseEngine, query: &str) -> SearchResults {
+    let snapshot = index.snapshot();
+    let mut text = DiskText::new(index.root());
+    let options = SearchOptions {
+        limit: 5,
+        ..SearchOptions::default()
+    };
+    search_with(&snapshot, query, &options, &mut text, Some(engine))
+}
+
+fn indexed(ws: &Workspace, engine: &DenseEngine) -> Index {
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let stats = index
+        .embed_pending(engine, &[], None, &|_| {})
+        .expect("embed");
+    assert_eq!(stats.error, None);
+    assert_eq!(stats.remaining, 0);
+    index
+}
+
+#[test]
+fn concept_queries_find_code_without_shared_words() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = indexed(&ws, &engine);
+    for (query, expected_paths) in [
+        (
+            "probabilistic set membership",
+            &["native/bloom_filter.cpp"][..],
+        ),
+        (
+            "limit how many calls a client may make per second",
+            &["dotnet/TokenBucket.cs", "ratelimit/limiter.go"][..],
+        ),
+        (
+            "evict the least recently used entry",
+            &["web/lru_cache.js"][..],
+        ),
+    ] {
+        let results = run(&index, &engine, query);
+        assert_eq!(results.mode, "hybrid", "{query}: {:?}", results.reason);
+        let coverage = results.coverage;
+        assert_eq!(coverage.embedded, coverage.total);
+        let found = results
+            .hits
+            .iter()
+            .find(|h| expected_paths.contains(&h.path.as_str()) && h.sources.contains(&"dense"))
+            .unwrap_or_else(|| {
+                panic!(
+                    "{query:?}: {expected_paths:?} not found by the dense branch in {:?}",
+                    results
+                        .hits
+                        .iter()
+                        .map(|h| (&h.path, &h.symbol))
+                        .collect::<Vec<_>>()
+                )
+            });
+        assert!(found.sources.contains(&"dense"), "{found:?}");
+        assert!(found.ranks.contains_key("dense"));
+    }
+    // Identifiers still win through the lexical and symbol branches.
+    let results = run(&index, &engine, "GraphStore::lookup");
+    let first = &results.hits[0];
+    assert_eq!(first.symbol, "GraphStore::lookup");
+    assert!(first.sources.contains(&"lexical") && first.sources.contains(&"symbol"));
+}
+
+#[test]
+fn unchanged_functions_are_never_embedded_twice() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let cold = index
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed");
+    assert!(cold.computed > 50, "{cold:?}");
+
+    // One function edited: the whole file is re-chunked, one text changed.
+    let path = ws.root().join("python/retry_policy.py");
+    let source = std::fs::read_to_string(&path).expect("read");
+    let edited = source.replace(
+        "return attempt < self.attempts",
+        "return attempt <= self.attempts",
+    );
+    assert_ne!(source, edited);
+    std::fs::write(&path, edited).expect("write");
+    index.refresh(&|_| {}).expect("refresh");
+    let edit = index
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed");
+    assert_eq!(edit.computed, 1, "{edit:?}");
+    assert!(edit.from_cache > 0);
+
+    // A move keeps every vector.
+    std::fs::rename(&path, ws.root().join("python/policies.py")).expect("mv");
+    index.refresh(&|_| {}).expect("refresh");
+    let moved = index
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed");
+    assert_eq!(moved.computed, 0, "{moved:?}");
+
+    // A second worktree of the same code shares the machine-wide cache.
+    let other = Workspace::fixture();
+    let second = other.open();
+    second.refresh(&|_| {}).expect("index");
+    let stats = second
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed");
+    assert_eq!(stats.computed, 0, "{stats:?}");
+    assert_eq!(stats.embedded, stats.pending);
+
+    // Restart: the vector index is persisted and opened from disk.
+    drop(index);
+    let reopened = ws.open();
+    reopened.attach_dense(&engine).expect("attach");
+    let (embedded, total) = reopened.snapshot().coverage();
+    assert_eq!(embedded, total);
+    let again = reopened
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed");
+    assert_eq!(again.pending, 0);
+}
+
+#[test]
+fn embedding_failure_falls_back_to_lexical_and_recovers() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = indexed(&ws, &engine);
+    assert_eq!(run(&index, &engine, "retry budget").mode, "hybrid");
+
+    engine.inject_failure(true);
+    let results = run(&index, &engine, "retry budget exhausted");
+    assert_eq!(results.mode, "lexical");
+    let reason = results.reason.expect("a reason");
+    assert!(reason.contains("embedding failed"), "{reason}");
+    assert!(!results.hits.is_empty(), "lexical results still come back");
+
+    engine.inject_failure(false);
+    let results = run(&index, &engine, "retry budget exhausted");
+    assert_eq!(results.mode, "hybrid", "{:?}", results.reason);
+}
+
+#[test]
+fn partial_coverage_is_reported() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let stats = index
+        .embed_pending(&engine, &[], Some(10), &|_| {})
+        .expect("embed");
+    assert_eq!(stats.embedded, 10);
+    let results = run(&index, &engine, "token bucket");
+    assert_eq!(results.mode, "hybrid");
+    assert_eq!(results.coverage.embedded, 10);
+    assert!(results.coverage.total > 10);
+}
+
+#[test]
+fn without_a_model_search_is_lexical_and_says_why() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let engine = DenseEngine::load(DenseConfig {
+        model_dir: Some(empty.path().to_path_buf()),
+        cache_dir: Some(empty.path().join("vectors")),
+        ..DenseConfig::default()
+    });
+    assert!(engine.unavailable_reason().is_some());
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let stats = index
+        .embed_pending(&engine, &[], None, &|_| {})
+        .expect("embed without model");
+    assert_eq!(stats.embedded, 0);
+    let results = run(&index, &engine, "GraphStore::lookup");
+    assert_eq!(results.mode, "lexical");
+    assert!(
+        results.reason.as_deref().unwrap_or("").contains("model"),
+        "{:?}",
+        results.reason
+    );
+    assert_eq!(results.hits[0].symbol, "GraphStore::lookup");
+}

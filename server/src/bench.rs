@@ -371,3 +371,235 @@ pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
         rust_definitions_with_macros,
     })
 }
+
+/// Dense-branch numbers: embedding throughput, cold hybrid indexing,
+/// re-embedding after an edit, hybrid query latency, memory per vector.
+#[derive(Debug, Serialize)]
+pub struct DenseReport {
+    pub corpus: String,
+    pub model: String,
+    pub chunks: u64,
+    /// Chunks/s at batch 32, (threads, token budget) -> rate.
+    pub throughput: Vec<(usize, usize, f64)>,
+    pub query_embed_p50_ms: f64,
+    pub cold_hybrid_index_s: f64,
+    pub cold_embed_chunks_per_s: f64,
+    pub reembedded_after_one_function_edit: u64,
+    pub hybrid_p50_ms: f64,
+    pub hybrid_p99_ms: f64,
+    pub hybrid_uncached_p50_ms: f64,
+    pub hybrid_uncached_p99_ms: f64,
+    pub lexical_p50_ms: f64,
+    pub bytes_per_vector: f64,
+}
+
+impl fmt::Display for DenseReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "dense corpus      {} ({} chunks), model {}",
+            self.corpus, self.chunks, self.model
+        )?;
+        for (threads, budget, rate) in &self.throughput {
+            writeln!(
+                f,
+                "embedding         {rate:.1} chunks/s ({threads} thread(s), {budget}-token budget, batch 32)"
+            )?;
+        }
+        writeln!(f, "query embedding   p50 {:.1} ms", self.query_embed_p50_ms)?;
+        writeln!(
+            f,
+            "cold hybrid index {:.1} s ({:.1} chunks/s embedded)",
+            self.cold_hybrid_index_s, self.cold_embed_chunks_per_s
+        )?;
+        writeln!(
+            f,
+            "one-function edit {} chunk(s) re-embedded",
+            self.reembedded_after_one_function_edit
+        )?;
+        writeln!(
+            f,
+            "hybrid query      p50 {:.2} ms, p99 {:.2} ms (new queries: p50 {:.2} ms, p99 {:.2} ms); lexical-only p50 {:.2} ms",
+            self.hybrid_p50_ms,
+            self.hybrid_p99_ms,
+            self.hybrid_uncached_p50_ms,
+            self.hybrid_uncached_p99_ms,
+            self.lexical_p50_ms
+        )?;
+        write!(f, "memory per vector {:.0} bytes", self.bytes_per_vector)
+    }
+}
+
+/// Runs the dense benchmark on `corpus` with a cold vector cache.
+pub fn run_dense(
+    corpus: &Path,
+    rounds: usize,
+    model: Option<PathBuf>,
+) -> std::io::Result<DenseReport> {
+    use crate::dense::{chunk_text, DenseConfig, DenseEngine};
+    use crate::search::search_with;
+    let to_io = |e: crate::index::IndexError| std::io::Error::other(e.to_string());
+    let work = tempfile::tempdir()?;
+    let root = work.path().join("corpus");
+    copy_tree(corpus, &root)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engine_with = |threads: usize, budget: usize| {
+        DenseEngine::load(DenseConfig {
+            model_dir: model.clone(),
+            threads: Some(threads),
+            token_budget: budget,
+            cache_dir: Some(work.path().join("vectors")),
+            ..DenseConfig::default()
+        })
+    };
+    let engine = engine_with(cores, 128);
+    if let Some(reason) = engine.unavailable_reason() {
+        return Err(std::io::Error::other(format!(
+            "no embedding model: {reason}"
+        )));
+    }
+    let config = IndexConfig {
+        cache_dir: Some(work.path().join("cache")),
+        ..IndexConfig::new(&root)
+    };
+
+    // Cold hybrid index: lexical, then every chunk embedded.
+    let start = Instant::now();
+    let index = Index::open(config).map_err(to_io)?;
+    index.refresh(&|_| {}).map_err(to_io)?;
+    let embed_start = Instant::now();
+    let embedded = index
+        .embed_pending(&engine, &[], None, &|_| {})
+        .map_err(to_io)?;
+    let cold_hybrid_index_s = start.elapsed().as_secs_f64();
+    let cold_embed_chunks_per_s = embedded.computed as f64 / embed_start.elapsed().as_secs_f64();
+    let snapshot = index.snapshot();
+
+    // Throughput on real chunk texts, bypassing the cache.
+    let mut samples = Vec::new();
+    for (segment, chunk) in snapshot.live_chunks().take(4096) {
+        if samples.len() >= 128 {
+            break;
+        }
+        let Some(position) = segment.position(chunk.chunk_id) else {
+            continue;
+        };
+        if let Ok(file) = std::fs::read_to_string(root.join(segment.path_of(chunk))) {
+            samples.push((segment, position, file));
+        }
+    }
+    let mut throughput = Vec::new();
+    for budget in [128, 256] {
+        for threads in [1, 2] {
+            let engine = engine_with(threads, budget);
+            let Some(embedder) = engine.embedder() else {
+                continue;
+            };
+            let texts: Vec<String> = samples
+                .iter()
+                .map(|(segment, position, file)| chunk_text(segment, *position, file, budget).text)
+                .collect();
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let start = Instant::now();
+            for batch in refs.chunks(32) {
+                let _ = embedder.embed(batch);
+            }
+            throughput.push((
+                threads,
+                budget,
+                refs.len() as f64 / start.elapsed().as_secs_f64(),
+            ));
+        }
+    }
+
+    // Query embedding latency (no cache).
+    let mut query_times = Vec::new();
+    if let Some(embedder) = engine.embedder() {
+        for query in LEXICAL_QUERIES {
+            let start = Instant::now();
+            let _ = embedder.embed(&[query]);
+            query_times.push(ms(start));
+        }
+    }
+    query_times.sort_by(f64::total_cmp);
+
+    // Hybrid query latency: first time (embeds the query) and repeated.
+    let fresh = engine_with(cores.saturating_sub(1).max(1), 128);
+    let options = SearchOptions::default();
+    let mut text = DiskText::new(&root);
+    let (mut uncached, mut cached, mut lexical) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds.max(2) {
+        for query in LEXICAL_QUERIES {
+            let start = Instant::now();
+            std::hint::black_box(search_with(
+                &snapshot,
+                query,
+                &options,
+                &mut text,
+                Some(&fresh),
+            ));
+            if round == 0 {
+                uncached.push(ms(start));
+            } else {
+                cached.push(ms(start));
+            }
+            let start = Instant::now();
+            std::hint::black_box(search(&snapshot, query, &options, &mut text));
+            lexical.push(ms(start));
+        }
+    }
+    for list in [&mut uncached, &mut cached, &mut lexical] {
+        list.sort_by(f64::total_cmp);
+    }
+
+    // One function edited: how many chunks need a new vector?
+    let mut reembedded = 0;
+    let target = snapshot.live_chunks().find(|(segment, chunk)| {
+        chunk.kind == crate::chunk::ChunkKind::Function && segment.path_of(chunk).ends_with(".rs")
+    });
+    if let Some((segment, chunk)) = target {
+        let path = root.join(segment.path_of(chunk));
+        let source = std::fs::read_to_string(&path)?;
+        let body = source
+            .get(chunk.byte_start as usize..chunk.byte_end as usize)
+            .unwrap_or("");
+        if let Some(open) = body.find('{') {
+            let at = chunk.byte_start as usize + open + 1;
+            let edited = format!(
+                "{}\n    let _quarry_bench_edit = 1;{}",
+                &source[..at],
+                &source[at..]
+            );
+            std::fs::write(&path, edited)?;
+            index.update_paths(&[path]).map_err(to_io)?;
+            reembedded = index
+                .embed_pending(&engine, &[], None, &|_| {})
+                .map_err(to_io)?
+                .computed;
+        }
+    }
+    let vectors = index.snapshot().vectors.clone();
+    let bytes_per_vector = vectors
+        .as_ref()
+        .map_or(0.0, |v| v.memory_usage() as f64 / v.len().max(1) as f64);
+
+    Ok(DenseReport {
+        corpus: std::fs::canonicalize(corpus)
+            .unwrap_or_else(|_| corpus.to_path_buf())
+            .display()
+            .to_string(),
+        model: engine.model_id().unwrap_or_default().to_string(),
+        chunks: snapshot.summary.chunks,
+        throughput,
+        query_embed_p50_ms: percentile(&query_times, 0.5),
+        cold_hybrid_index_s,
+        cold_embed_chunks_per_s,
+        reembedded_after_one_function_edit: reembedded,
+        hybrid_p50_ms: percentile(&cached, 0.5),
+        hybrid_p99_ms: percentile(&cached, 0.99),
+        hybrid_uncached_p50_ms: percentile(&uncached, 0.5),
+        hybrid_uncached_p99_ms: percentile(&uncached, 0.99),
+        lexical_p50_ms: percentile(&lexical, 0.5),
+        bytes_per_vector,
+    })
+}

@@ -144,6 +144,15 @@ enum Command {
         rounds: usize,
         #[arg(long)]
         json: bool,
+        /// Also run the dense benchmark (embedding every chunk) on this corpus.
+        #[arg(long, value_name = "DIR")]
+        dense: Option<PathBuf>,
+        /// Embedding model directory for --dense.
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
+        /// Skip the lexical benchmark (only with --dense).
+        #[arg(long)]
+        dense_only: bool,
     },
 }
 
@@ -393,7 +402,23 @@ fn run(cli: Cli) -> Result<()> {
             corpus,
             rounds,
             json,
+            dense,
+            model,
+            dense_only,
         } => {
+            if let Some(dense_corpus) = dense {
+                let report = quarry::bench::run_dense(&dense_corpus, rounds, model)
+                    .with_context(|| format!("dense benchmark on {}", dense_corpus.display()))?;
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+                } else {
+                    writeln!(out, "{report}")?;
+                }
+                out.flush()?;
+                if dense_only {
+                    return Ok(());
+                }
+            }
             let corpus = if corpus.is_empty() {
                 quarry::bench::default_corpus()
             } else {

@@ -231,3 +231,34 @@ fn without_a_model_search_is_lexical_and_says_why() {
     );
     assert_eq!(results.hits[0].symbol, "GraphStore::lookup");
 }
+
+#[test]
+fn lexical_search_answers_while_embedding_runs() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    std::thread::scope(|scope| {
+        let embedding = scope.spawn(|| {
+            index
+                .embed_pending(&engine, &[], None, &|_| {})
+                .expect("embed")
+        });
+        // Searches run on the snapshot while the embedder works.
+        let results = run(&index, &engine, "GraphStore::lookup");
+        assert_eq!(results.hits[0].symbol, "GraphStore::lookup");
+        assert!(
+            results.coverage.embedded < results.coverage.total,
+            "the first search should not have waited for the embedder: {:?}",
+            results.coverage
+        );
+        let stats = embedding.join().expect("embedder thread");
+        assert_eq!(stats.remaining, 0);
+    });
+    let results = run(&index, &engine, "GraphStore::lookup");
+    assert_eq!(results.mode, "hybrid");
+    assert_eq!(results.coverage.embedded, results.coverage.total);
+}

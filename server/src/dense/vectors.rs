@@ -88,11 +88,6 @@ impl VectorIndex {
         self.len() == 0
     }
 
-    /// Bytes the index holds in memory (graph and vectors).
-    pub fn memory_usage(&self) -> usize {
-        self.read().memory_usage()
-    }
-
     pub fn contains(&self, chunk_id: u32) -> bool {
         self.read().contains(u64::from(chunk_id))
     }

@@ -297,6 +297,17 @@ fn model_id_is_stable_and_file_safe() {
     );
 }
 
+/// CPU seconds this process has used (Linux; 0 elsewhere), assuming the
+/// usual 100 clock ticks a second.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    ticks(11).unwrap_or(0.0) / 100.0 + ticks(12).unwrap_or(0.0) / 100.0
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -355,10 +366,12 @@ fn timing_report() {
             .expect("load");
             embedder.embed(&texts[..32]).expect("warm up");
             let start = Instant::now();
+            let cpu = cpu_seconds();
             embedder.embed(&texts).expect("embed");
             let secs = start.elapsed().as_secs_f64();
+            let cores = (cpu_seconds() - cpu) / secs;
             println!(
-                "threads {threads}, {max_tokens} tokens, batch 32: {:.1} chunks/s",
+                "threads {threads}, {max_tokens} tokens, batch 32: {:.1} chunks/s, {cores:.2} cores busy",
                 texts.len() as f64 / secs
             );
         }

@@ -391,6 +391,9 @@ pub struct DenseReport {
     pub hybrid_uncached_p99_ms: f64,
     pub lexical_p50_ms: f64,
     pub bytes_per_vector: f64,
+    /// Recall@10 of the HNSW index against exact f32 search, per scalar
+    /// kind, with the saved size per vector: (kind, recall, bytes).
+    pub quantization: Vec<(&'static str, f64, f64)>,
 }
 
 impl fmt::Display for DenseReport {
@@ -426,11 +429,18 @@ impl fmt::Display for DenseReport {
             self.hybrid_uncached_p99_ms,
             self.lexical_p50_ms
         )?;
-        write!(
+        writeln!(
             f,
             "bytes per vector  {:.0} (f16 vector + HNSW links, as saved)",
             self.bytes_per_vector
-        )
+        )?;
+        for (kind, recall, bytes) in &self.quantization {
+            writeln!(
+                f,
+                "scalars {kind:<9} recall@10 vs exact f32 {recall:.3}, {bytes:.0} bytes per vector"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -499,10 +509,12 @@ pub fn run_dense(
             let Some(embedder) = engine.embedder() else {
                 continue;
             };
-            let texts: Vec<String> = samples
+            let mut texts: Vec<String> = samples
                 .iter()
                 .map(|(segment, position, file)| chunk_text(segment, *position, file, budget).text)
                 .collect();
+            // As the pipeline does: batches of similar length pad little.
+            texts.sort_by_key(String::len);
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let start = Instant::now();
             for batch in refs.chunks(32) {
@@ -592,6 +604,7 @@ pub fn run_dense(
     )
     .map_or(0, |m| m.len());
     let bytes_per_vector = file_bytes as f64 / n_vectors.max(1) as f64;
+    let quantization = quantization_recall(&index, &engine, work.path())?;
 
     Ok(DenseReport {
         corpus: std::fs::canonicalize(corpus)
@@ -611,5 +624,81 @@ pub fn run_dense(
         hybrid_uncached_p99_ms: percentile(&uncached, 0.99),
         lexical_p50_ms: percentile(&lexical, 0.5),
         bytes_per_vector,
+        quantization,
     })
+}
+
+/// Recall@10 of f16 and i8 HNSW indexes over the corpus's vectors (from
+/// the vector cache) against exact f32 search, for the query list.
+fn quantization_recall(
+    index: &Index,
+    engine: &crate::dense::DenseEngine,
+    scratch: &Path,
+) -> std::io::Result<Vec<(&'static str, f64, f64)>> {
+    use crate::dense::vectors::{Quantization, VectorIndex};
+    let snapshot = index.snapshot();
+    let budget = engine.config().token_budget;
+    let mut ids = Vec::new();
+    let mut texts = Vec::new();
+    let mut files: rustc_hash::FxHashMap<&str, String> = Default::default();
+    for (segment, chunk) in snapshot.live_chunks() {
+        let path = segment.path_of(chunk);
+        let file = files.entry(path).or_insert_with(|| {
+            std::fs::read_to_string(index.root().join(path)).unwrap_or_default()
+        });
+        if let Some(position) = segment.position(chunk.chunk_id) {
+            ids.push(chunk.chunk_id);
+            texts.push(crate::dense::chunk_text(segment, position, file, budget));
+        }
+    }
+    let (vectors, _) = engine.embed_texts(&texts).map_err(std::io::Error::other)?;
+    let queries: Vec<std::sync::Arc<Vec<f32>>> = LEXICAL_QUERIES
+        .iter()
+        .filter_map(|q| engine.embed_query(q).ok())
+        .collect();
+    let exact: Vec<Vec<u32>> = queries
+        .iter()
+        .map(|q| {
+            let mut scored: Vec<(f32, u32)> = vectors
+                .iter()
+                .zip(&ids)
+                .map(|(v, id)| (v.iter().zip(q.iter()).map(|(a, b)| a * b).sum(), *id))
+                .collect();
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+            scored.iter().take(10).map(|s| s.1).collect()
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (name, quantization) in [("f16", Quantization::F16), ("i8", Quantization::I8)] {
+        let model_id = engine.model_id().unwrap_or_default();
+        let candidate = VectorIndex::with_quantization(model_id, engine.dim(), quantization)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let entries: Vec<(u32, &[f32])> = ids
+            .iter()
+            .zip(&vectors)
+            .map(|(id, v)| (*id, v.as_slice()))
+            .collect();
+        candidate
+            .add(&entries)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let mut found = 0usize;
+        for (query, truth) in queries.iter().zip(&exact) {
+            let hits = candidate.search(query, 10, &|_| true);
+            found += hits.iter().filter(|(id, _)| truth.contains(id)).count();
+        }
+        let dir = scratch.join(format!("quantization-{name}"));
+        std::fs::create_dir_all(&dir)?;
+        candidate
+            .save(&dir)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let bytes = std::fs::metadata(dir.join(crate::dense::vectors::VECTORS_FILE))
+            .map_or(0, |m| m.len()) as f64;
+        let total = exact.iter().map(Vec::len).sum::<usize>().max(1);
+        out.push((
+            name,
+            found as f64 / total as f64,
+            bytes / ids.len().max(1) as f64,
+        ));
+    }
+    Ok(out)
 }

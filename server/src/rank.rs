@@ -1,7 +1,9 @@
-//! Rank fusion: combines the ranked lists of the query branches with
-//! Reciprocal Rank Fusion, `score(d) = sum_b weight_b / (k + rank_b(d))`.
+//! Rank fusion and the passes after it: Reciprocal Rank Fusion of the
+//! query branches, `score(d) = sum_b weight_b / (k + rank_b(d))`, then
+//! exact-match priority and the per-file cap with backfill.
 //!
-//! Owns: `FuseConfig` (k, depth, per-branch weights) and `fuse`.
+//! Owns: `FuseConfig` (k, depth, per-branch weights), `fuse`,
+//! `promote` and `cap_per_file`.
 //! Invariants: ranks are 1-based; a chunk's fused score only depends on its
 //! ranks; ties break on the best single rank, then on chunk id, so output
 //! is deterministic; every fused hit remembers its rank in each branch.
@@ -126,9 +128,133 @@ pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<Fused> {
     fused
 }
 
+/// Moves the items `is_priority` accepts in front of the rest, keeping the
+/// order within each group (exact matches above every fused result).
+pub fn promote<T>(items: &mut [T], is_priority: impl Fn(&T) -> bool) {
+    // A stable sort on a boolean key keeps both groups in order.
+    items.sort_by_key(|item| !is_priority(item));
+}
+
+/// Picks up to `limit` items, at most `per_file` from any one file in a
+/// first pass (0 = no cap), then backfills with the deferred items in
+/// order. The result is a subset of `items` in their original order, so
+/// scores never increase down the list, and it is never shorter than a
+/// plain `take(limit)`. Items `is_exempt` accepts (exact and symbol-name
+/// hits) are always taken and do not count against their file.
+pub fn cap_per_file<T, K: Eq + std::hash::Hash>(
+    items: Vec<T>,
+    limit: usize,
+    per_file: usize,
+    file_of: impl Fn(&T) -> K,
+    is_exempt: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    if per_file == 0 || items.len() <= 1 {
+        return items.into_iter().take(limit).collect();
+    }
+    let mut taken = vec![false; items.len()];
+    let mut n_taken = 0;
+    let mut per_path: rustc_hash::FxHashMap<K, usize> = Default::default();
+    for (i, item) in items.iter().enumerate() {
+        if n_taken == limit {
+            break;
+        }
+        if is_exempt(item) {
+            taken[i] = true;
+            n_taken += 1;
+            continue;
+        }
+        let count = per_path.entry(file_of(item)).or_default();
+        if *count < per_file {
+            *count += 1;
+            taken[i] = true;
+            n_taken += 1;
+        }
+    }
+    // Backfill: deferred items, best first, until the limit is met.
+    for flag in taken.iter_mut() {
+        if n_taken == limit {
+            break;
+        }
+        if !*flag {
+            *flag = true;
+            n_taken += 1;
+        }
+    }
+    items
+        .into_iter()
+        .zip(taken)
+        .filter_map(|(item, keep)| keep.then_some(item))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// (file, exempt) items named by their position; returns kept positions.
+    fn check_cap(items: &[(&str, bool)], limit: usize, per_file: usize, expect: &[usize]) {
+        let indexed: Vec<(usize, &str, bool)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (f, e))| (i, *f, *e))
+            .collect();
+        let kept: Vec<usize> = cap_per_file(indexed, limit, per_file, |x| x.1, |x| x.2)
+            .iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(kept, expect);
+    }
+
+    #[test]
+    fn cap_defers_crowding_siblings_and_keeps_order() {
+        let items = [
+            ("a", false),
+            ("a", false),
+            ("a", false),
+            ("b", false),
+            ("c", false),
+        ];
+        check_cap(&items, 4, 2, &[0, 1, 3, 4]);
+    }
+
+    #[test]
+    fn cap_backfills_rather_than_returning_fewer() {
+        let items = [
+            ("a", false),
+            ("a", false),
+            ("a", false),
+            ("a", false),
+            ("b", false),
+        ];
+        check_cap(&items, 4, 2, &[0, 1, 2, 4]);
+        check_cap(&items, 10, 2, &[0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn exempt_hits_do_not_use_their_files_quota() {
+        let items = [
+            ("a", true),
+            ("a", false),
+            ("a", false),
+            ("a", false),
+            ("b", false),
+        ];
+        check_cap(&items, 4, 2, &[0, 1, 2, 4]);
+    }
+
+    #[test]
+    fn cap_zero_is_off_and_limit_zero_is_empty() {
+        let items = [("a", false), ("a", false), ("a", false)];
+        check_cap(&items, 2, 0, &[0, 1]);
+        check_cap(&items, 0, 2, &[]);
+    }
+
+    #[test]
+    fn promote_keeps_order_within_groups() {
+        let mut items = vec![1, 2, 3, 4, 5, 6];
+        promote(&mut items, |x| x % 3 == 0);
+        assert_eq!(items, vec![3, 6, 1, 2, 4, 5]);
+    }
 
     fn order(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<u32> {
         fuse(lists, config).iter().map(|f| f.chunk_id).collect()

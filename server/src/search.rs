@@ -15,7 +15,7 @@ use crate::dense::DenseEngine;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
 use crate::lexical::{score_term, Accumulator, Query};
-use crate::rank::{fuse, Branch, FuseConfig, Fused};
+use crate::rank::{cap_per_file, fuse, promote, Branch, FuseConfig, Fused};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -32,6 +32,9 @@ pub struct SearchOptions {
     pub limit: usize,
     /// RRF constant, per-branch depth and weights.
     pub fuse: FuseConfig,
+    /// Most hits from one file before other files get a turn (0 = no cap);
+    /// exact and symbol-name hits are exempt, and deferred hits backfill.
+    pub per_file_cap: usize,
     /// Lines of text in each hit's snippet.
     pub snippet_lines: usize,
     /// Phrase candidates verified against their text, best first.
@@ -43,6 +46,7 @@ impl Default for SearchOptions {
         SearchOptions {
             limit: 10,
             fuse: FuseConfig::default(),
+            per_file_cap: 2,
             snippet_lines: 6,
             max_phrase_checks: 200,
         }
@@ -254,13 +258,35 @@ pub fn search_with(
         fused.retain(|f| lexical_info.contains_key(&f.chunk_id));
     }
     let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
-    // Stable: verified phrase matches first, fused order within each group.
-    fused.sort_by_key(|f| !is_phrase(f));
-    for f in fused.into_iter().take(options.limit) {
+    // Definitions named exactly like an identifier query.
+    let exact: rustc_hash::FxHashSet<u32> = if looks_like_identifier(query_text) {
+        exact_definitions(snapshot, query_text.trim())
+    } else {
+        Default::default()
+    };
+    let is_exact = |f: &Fused| exact.contains(&f.chunk_id);
+    // Exact names and verified phrases above every fused result, fused
+    // order within each group.
+    promote(&mut fused, |f| is_exact(f) || is_phrase(f));
+    let fused = cap_per_file(
+        fused,
+        options.limit,
+        options.per_file_cap,
+        |f| {
+            snapshot
+                .chunk(f.chunk_id)
+                .map_or("", |(seg, chunk)| seg.path_of(chunk))
+        },
+        |f| is_exact(f) || f.rank(Branch::Symbol).is_some(),
+    );
+    for f in fused {
         let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
             continue;
         };
         let mut sources: Vec<&'static str> = f.branches().map(Branch::name).collect();
+        if is_exact(&f) {
+            sources.push("exact");
+        }
         if is_phrase(&f) {
             sources.push("phrase");
         }
@@ -316,6 +342,22 @@ fn dense_branch(
         .into_iter()
         .map(|(id, _)| id)
         .collect())
+}
+
+/// Live definitions whose name or qualified name equals the query (case and
+/// separator insensitive: `graphstore.lookup` names `GraphStore::lookup`).
+fn exact_definitions(snapshot: &Snapshot, query_text: &str) -> rustc_hash::FxHashSet<u32> {
+    let query = SymbolQuery::parse(query_text, None);
+    let is_live = |id: u32| snapshot.is_live(id);
+    let mut matches: Vec<SymbolMatch> = Vec::new();
+    for segment in &snapshot.segments {
+        segment.symbols.search(&query, &is_live, 64, &mut matches);
+    }
+    matches
+        .iter()
+        .filter(|m| m.tier == MatchTier::Exact)
+        .map(|m| m.chunk_id)
+        .collect()
 }
 
 fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> Vec<u32> {

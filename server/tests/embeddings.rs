@@ -6,17 +6,15 @@
 //! Needs the real model (scripts/fetch-model.sh). Without it the tests print
 //! a skip note and pass, unless `QUARRY_REQUIRE_MODEL=1` (CI), where they fail.
 //!
-//! `cargo test --release -p quarry --test embeddings -- --ignored --nocapture`
-//! prints load time, throughput and query latency (numbers only, no
-//! assertions).
+//! Load time, throughput and query latency are measured by
+//! `quarry bench --dense DIR`, not here.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
 use quarry::dense::embed::{locate_model, Embedder, EmbedderOptions};
 
-// The binary's allocator, so timings match it.
+// The binary's allocator, so the model runs as it does in `quarry`.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -150,7 +148,7 @@ fn matches_float64_reference() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    println!("lowest cosine to the reference: 1 - {:.2e}", 1.0 - lowest);
+    println!("lowest cosine to the reference: {lowest:.9}");
 }
 
 #[test]
@@ -295,127 +293,4 @@ fn model_id_is_stable_and_file_safe() {
         id,
         "truncation changes vectors, so the id"
     );
-}
-
-/// CPU seconds this process has used (Linux; 0 elsewhere), assuming the
-/// usual 100 clock ticks a second.
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_name = stat.rsplit(')').next().unwrap_or("");
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    ticks(11).unwrap_or(0.0) / 100.0 + ticks(12).unwrap_or(0.0) / 100.0
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-/// Realistic code chunks of about 500 tokens, so each is truncated to
-/// exactly the embedder's `max_tokens`; no two are the same.
-fn code_chunks(cases: &[Case], count: usize) -> Vec<String> {
-    let code: Vec<&str> = cases
-        .iter()
-        .filter(|c| c.untruncated_tokens > 50)
-        .map(|c| c.text.as_str())
-        .collect();
-    (0..count)
-        .map(|i| {
-            let mut chunk = format!("// chunk {i}\n");
-            for k in 0..6 {
-                chunk.push_str(code[(i + k) % code.len()]);
-            }
-            chunk
-        })
-        .collect()
-}
-
-#[test]
-#[ignore = "timing report; run with --release --ignored --nocapture"]
-fn timing_report() {
-    let Some(dir) = model_dir() else { return };
-    let (_, cases) = reference();
-    let loads: Vec<Duration> = (0..5)
-        .map(|_| {
-            let start = Instant::now();
-            let embedder = Embedder::load(&dir, EmbedderOptions::default()).expect("load");
-            let took = start.elapsed();
-            drop(embedder);
-            took
-        })
-        .collect();
-    println!(
-        "load: median {:?}, first {:?}",
-        median(loads.clone()),
-        loads[0]
-    );
-    let chunks = code_chunks(&cases, 64);
-    let texts: Vec<&str> = chunks.iter().map(String::as_str).collect();
-    let query = "where do we retry failed http requests with an exponential backoff?";
-    for threads in [1, 2] {
-        for max_tokens in [128, 256] {
-            let embedder = Embedder::load(
-                &dir,
-                EmbedderOptions {
-                    max_tokens,
-                    threads,
-                },
-            )
-            .expect("load");
-            embedder.embed(&texts[..32]).expect("warm up");
-            // Best of three, as other work on the machine only slows runs.
-            let (secs, cores) = (0..3)
-                .map(|_| {
-                    let start = Instant::now();
-                    let cpu = cpu_seconds();
-                    embedder.embed(&texts).expect("embed");
-                    let secs = start.elapsed().as_secs_f64();
-                    (secs, (cpu_seconds() - cpu) / secs)
-                })
-                .fold((f64::INFINITY, 0.0), |best, run| {
-                    if run.0 < best.0 {
-                        run
-                    } else {
-                        best
-                    }
-                });
-            println!(
-                "threads {threads}, {max_tokens} tokens, batch 32: {:.1} chunks/s, {cores:.2} cores busy",
-                texts.len() as f64 / secs
-            );
-        }
-        let embedder = Embedder::load(
-            &dir,
-            EmbedderOptions {
-                threads,
-                ..EmbedderOptions::default()
-            },
-        )
-        .expect("load");
-        let samples: Vec<Duration> = (0..30)
-            .map(|_| {
-                let start = Instant::now();
-                embedder.embed(&[query]).expect("query");
-                start.elapsed()
-            })
-            .collect();
-        println!(
-            "threads {threads}, query of {} tokens: median {:?}",
-            embedder.count_tokens(query),
-            median(samples)
-        );
-    }
-    // Every compute thread should be an embedder pool thread: a thread with
-    // another name means work escaped to rayon's global pool.
-    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
-        let mut names: Vec<String> = tasks
-            .filter_map(|t| t.ok())
-            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-            .map(|n| n.trim().to_string())
-            .collect();
-        names.sort();
-        println!("threads of this process: {names:?}");
-    }
 }

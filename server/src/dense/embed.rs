@@ -3,34 +3,27 @@
 //! (sentence-transformers all-MiniLM-L6-v2 by default: BERT, 384 dimensions).
 //!
 //! Tokenization uses the model's own `tokenizer.json`, with its fixed padding
-//! to 128 turned off and its truncation set to `max_tokens`. The BERT forward
-//! pass is written here on gemm (the AVX-512 kernels candle itself uses) over
-//! the batch's tokens packed end to end, so there is no padding at all: a
-//! text's vector does not depend on the other texts in its batch, and no
-//! work is spent on pad positions. Attention runs per text and head; mean
-//! pooling is over the text's own tokens (its attention mask).
+//! replaced by no padding (batches are padded here to their longest text) and
+//! its truncation set to `max_tokens`. The forward pass is candle's BERT on
+//! the CPU. Padding never changes a text's vector: padded keys are masked out
+//! of attention and padded positions out of the mean.
 //!
 //! Threads: every forward pass runs inside this embedder's own rayon pool of
-//! `threads` threads, and gemm is told that number, so the embedder never
-//! keeps more than `threads` cores busy. (candle's BERT was not used for
-//! this reason: candle 0.11 runs large element-wise ops on a process-wide
-//! pool sized by `CANDLE_NUM_THREADS`/`RAYON_NUM_THREADS`/physical cores and
-//! splits every matrix product into that many jobs, so a one-thread
-//! embedder kept 1.3 cores busy.)
-//!
-//! Weights are read from model.safetensors (F32) into memory once; no map
-//! stays open, so later changes to the file cannot affect a loaded model.
+//! `threads` threads, so candle's parallel kernels and gemm (which schedules
+//! its jobs on the current rayon pool) never use more. Within a matrix
+//! product gemm still cuts the work into as many jobs as candle's
+//! `get_num_threads()` says (`RAYON_NUM_THREADS`, else the physical core
+//! count); those jobs simply queue on the pool's threads.
 //!
 //! Never: any I/O beyond reading the model directory, any network access,
 //! a panic on any text.
 
-use std::collections::HashMap;
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use gemm::Parallelism;
-use rayon::prelude::*;
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 /// The directory name of the default model.
@@ -215,24 +208,26 @@ impl Default for EmbedderOptions {
 /// A loaded model: tokenizer, BERT weights and a compute pool. `Send + Sync`;
 /// concurrent `embed` calls share the pool.
 pub struct Embedder {
-    model: Bert,
+    model: BertModel,
     /// Truncates at `max_tokens`, never pads.
     tokenizer: Tokenizer,
     /// Neither truncates nor pads: for `count_tokens`.
     counter: Tokenizer,
     pool: rayon::ThreadPool,
-    threads: usize,
+    device: Device,
     model_id: String,
+    dim: usize,
     max_tokens: usize,
+    pad_id: u32,
 }
 
 impl std::fmt::Debug for Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Embedder")
             .field("model_id", &self.model_id)
-            .field("dim", &self.model.hidden)
+            .field("dim", &self.dim)
             .field("max_tokens", &self.max_tokens)
-            .field("threads", &self.threads)
+            .field("threads", &self.pool.current_num_threads())
             .finish_non_exhaustive()
     }
 }
@@ -257,18 +252,19 @@ fn read_file(path: &Path) -> Result<Vec<u8>, ModelError> {
 impl Embedder {
     /// Loads the model in `dir` (see `locate_model`). Reads config.json,
     /// tokenizer.json, the optional 1_Pooling/config.json and modules.json,
-    /// and the weights.
+    /// and the weights, which are memory-mapped only while they are copied
+    /// into the model.
     pub fn load(dir: &Path, options: EmbedderOptions) -> Result<Embedder, ModelError> {
         if let Some(missing) = first_missing_file(dir) {
             return Err(ModelError::MissingFile(missing));
         }
         let config_path = dir.join("config.json");
         let config_bytes = read_file(&config_path)?;
-        let config: BertConfig =
+        let config: Config =
             serde_json::from_slice(&config_bytes).map_err(|e| load_error(&config_path, e))?;
-        config
-            .check()
-            .map_err(|reason| load_error(&config_path, reason))?;
+        if config.hidden_size == 0 || config.max_position_embeddings < MIN_MAX_TOKENS {
+            return Err(load_error(&config_path, "implausible model dimensions"));
+        }
 
         let pooling_path = dir.join("1_Pooling").join("config.json");
         let pooling_bytes = optional_file(&pooling_path)?;
@@ -302,7 +298,18 @@ impl Embedder {
         let weights_len = fs::metadata(&weights_path)
             .map_err(|e| load_error(&weights_path, e))?
             .len();
-        let model = Bert::load(&weights_path, &config).map_err(|e| load_error(&weights_path, e))?;
+        let device = Device::Cpu;
+        // SAFETY: the map is read while `BertModel::load` copies every tensor
+        // into memory the model owns, and is unmapped when `vb` is dropped at
+        // the end of this function. The contract is that nothing truncates or
+        // rewrites model.safetensors during those few tens of milliseconds
+        // (the files are only ever replaced whole by fetch-model.sh); a
+        // truncation then would fault this process, a rewrite would yield
+        // wrong weights.
+        let vb =
+            unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &device) }
+                .map_err(|e| load_error(&weights_path, e))?;
+        let model = BertModel::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
 
         let threads = options.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -327,9 +334,11 @@ impl Embedder {
             tokenizer,
             counter,
             pool,
-            threads,
+            device,
             model_id,
+            dim: config.hidden_size,
             max_tokens,
+            pad_id: u32::try_from(config.pad_token_id).unwrap_or(0),
         })
     }
 
@@ -346,7 +355,7 @@ impl Embedder {
 
     /// The vector length (384 for the default model).
     pub fn dim(&self) -> usize {
-        self.model.hidden
+        self.dim
     }
 
     /// The truncation length in tokens, special tokens included.
@@ -356,11 +365,12 @@ impl Embedder {
 
     /// The number of threads of the compute pool.
     pub fn threads(&self) -> usize {
-        self.threads
+        self.pool.current_num_threads()
     }
 
     /// L2-normalised mean-pooled embeddings, one per text, in order. Texts run
-    /// in consecutive batches of up to 32 in the order given. Texts longer
+    /// in consecutive batches of up to 32 in the order given, each padded to
+    /// its longest text (so the caller should sort by length). Texts longer
     /// than `max_tokens` are truncated. An empty slice gives an empty result.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
         let mut vectors = Vec::with_capacity(texts.len());
@@ -369,15 +379,10 @@ impl Embedder {
                 .iter()
                 .map(|text| self.try_token_ids(text))
                 .collect::<Result<Vec<_>, _>>()?;
-            let parallelism = if self.threads > 1 {
-                Parallelism::Rayon(self.threads)
-            } else {
-                Parallelism::None
-            };
             let pooled = self
                 .pool
-                .install(|| self.model.embed(&ids, parallelism))
-                .map_err(ModelError::Embed)?;
+                .install(|| self.forward(&ids))
+                .map_err(|e| ModelError::Embed(e.to_string()))?;
             vectors.extend(pooled);
         }
         Ok(vectors)
@@ -434,6 +439,32 @@ impl Embedder {
             .map_err(|e| ModelError::Embed(format!("tokenizer: {e}")))?;
         Ok(encoding.get_ids().to_vec())
     }
+
+    /// One forward pass over a batch of token id sequences, padded to the
+    /// longest, then masked mean pooling and L2 normalisation. Runs on the
+    /// calling thread's rayon pool.
+    fn forward(&self, ids: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let rows = ids.len();
+        let width = ids.iter().map(Vec::len).max().unwrap_or(0);
+        if rows == 0 || width == 0 {
+            return Ok(vec![vec![0.0; self.dim]; rows]);
+        }
+        let mut input = vec![self.pad_id; rows * width];
+        let mut mask = vec![0u32; rows * width];
+        for (row, seq) in ids.iter().enumerate() {
+            input[row * width..row * width + seq.len()].copy_from_slice(seq);
+            mask[row * width..row * width + seq.len()].fill(1);
+        }
+        let input = Tensor::from_vec(input, (rows, width), &self.device)?;
+        let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
+        let token_types = input.zeros_like()?;
+        let hidden = self.model.forward(&input, &token_types, Some(&mask))?;
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
+        let counts = mask.sum(1)?;
+        let pooled = summed.broadcast_div(&counts)?.to_vec2::<f32>()?;
+        Ok(pooled.into_iter().map(normalize).collect())
+    }
 }
 
 /// Whether a text may be cut just after this byte without changing the
@@ -453,665 +484,6 @@ pub(crate) fn normalize(mut v: Vec<f32>) -> Vec<f32> {
         }
     }
     v
-}
-
-/// The fields of a Hugging Face BERT config.json that the forward pass uses.
-#[derive(Debug, serde::Deserialize)]
-pub(crate) struct BertConfig {
-    pub(crate) vocab_size: usize,
-    pub(crate) hidden_size: usize,
-    pub(crate) num_hidden_layers: usize,
-    pub(crate) num_attention_heads: usize,
-    pub(crate) intermediate_size: usize,
-    pub(crate) hidden_act: String,
-    pub(crate) max_position_embeddings: usize,
-    pub(crate) type_vocab_size: usize,
-    pub(crate) layer_norm_eps: f64,
-    #[serde(default)]
-    pub(crate) position_embedding_type: Option<String>,
-    #[serde(default)]
-    pub(crate) model_type: Option<String>,
-}
-
-impl BertConfig {
-    /// Rejects configs this forward pass would compute wrongly.
-    fn check(&self) -> Result<(), String> {
-        if let Some(kind) = self.model_type.as_deref() {
-            if kind != "bert" {
-                return Err(format!("model_type {kind:?}: only \"bert\" is supported"));
-            }
-        }
-        if self.hidden_act != "gelu" {
-            return Err(format!(
-                "hidden_act {:?}: only \"gelu\" is supported",
-                self.hidden_act
-            ));
-        }
-        if let Some(kind) = self.position_embedding_type.as_deref() {
-            if kind != "absolute" {
-                return Err(format!("position_embedding_type {kind:?} is not supported"));
-            }
-        }
-        let plausible = self.vocab_size > 0
-            && self.hidden_size > 0
-            && self.num_attention_heads > 0
-            && self.hidden_size % self.num_attention_heads == 0
-            && self.intermediate_size > 0
-            && self.type_vocab_size > 0
-            && self.max_position_embeddings >= MIN_MAX_TOKENS
-            && self.hidden_size <= 1 << 16
-            && self.intermediate_size <= 1 << 18
-            && self.num_hidden_layers <= 1024
-            && self.layer_norm_eps.is_finite()
-            && self.layer_norm_eps > 0.0;
-        if plausible {
-            Ok(())
-        } else {
-            Err("implausible model dimensions".to_string())
-        }
-    }
-}
-
-/// The tensor index of a safetensors file: name to (dtype, shape, absolute
-/// byte range in the file).
-struct SafeTensors {
-    file: fs::File,
-    file_len: u64,
-    tensors: HashMap<String, (String, Vec<usize>, u64, u64)>,
-}
-
-impl SafeTensors {
-    /// Reads the header: an 8-byte little-endian length, then that many
-    /// bytes of JSON mapping names to `dtype`, `shape`, `data_offsets`.
-    fn open(path: &Path) -> Result<SafeTensors, String> {
-        let mut file = fs::File::open(path).map_err(|e| e.to_string())?;
-        let file_len = file.metadata().map_err(|e| e.to_string())?.len();
-        let mut len_bytes = [0u8; 8];
-        file.read_exact(&mut len_bytes)
-            .map_err(|e| format!("header: {e}"))?;
-        let header_len = u64::from_le_bytes(len_bytes);
-        if header_len > (100 << 20) || header_len + 8 > file_len {
-            return Err("header length out of range".to_string());
-        }
-        let mut header = vec![0u8; header_len as usize];
-        file.read_exact(&mut header)
-            .map_err(|e| format!("header: {e}"))?;
-        let header: HashMap<String, serde_json::Value> =
-            serde_json::from_slice(&header).map_err(|e| format!("header: {e}"))?;
-        let base = 8 + header_len;
-        let mut tensors = HashMap::new();
-        for (name, info) in header {
-            if name == "__metadata__" {
-                continue;
-            }
-            let dtype = info["dtype"].as_str().unwrap_or_default().to_string();
-            let shape = info["shape"]
-                .as_array()
-                .map(|dims| dims.iter().filter_map(|d| d.as_u64()))
-                .ok_or_else(|| format!("{name}: no shape"))?
-                .map(|d| d as usize)
-                .collect();
-            let offsets = info["data_offsets"]
-                .as_array()
-                .filter(|o| o.len() == 2)
-                .and_then(|o| Some((o[0].as_u64()?, o[1].as_u64()?)))
-                .ok_or_else(|| format!("{name}: no data_offsets"))?;
-            let (start, end) = (
-                base.saturating_add(offsets.0),
-                base.saturating_add(offsets.1),
-            );
-            if start > end || end > file_len {
-                return Err(format!("{name}: data out of range"));
-            }
-            tensors.insert(name, (dtype, shape, start, end));
-        }
-        Ok(SafeTensors {
-            file,
-            file_len,
-            tensors,
-        })
-    }
-
-    /// Reads an F32 tensor of exactly `shape`.
-    fn read(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
-        let (dtype, found, start, end) = self
-            .tensors
-            .get(name)
-            .ok_or_else(|| format!("tensor {name} missing"))?;
-        if dtype != "F32" {
-            return Err(format!("tensor {name} is {dtype}, only F32 is supported"));
-        }
-        if found != shape {
-            return Err(format!(
-                "tensor {name} has shape {found:?}, expected {shape:?}"
-            ));
-        }
-        let count: usize = shape.iter().product();
-        if (end - start) != count as u64 * 4 || *end > self.file_len {
-            return Err(format!(
-                "tensor {name}: byte length does not match its shape"
-            ));
-        }
-        let mut bytes = vec![0u8; count * 4];
-        let mut file = &self.file;
-        file.seek(SeekFrom::Start(*start))
-            .and_then(|_| file.read_exact(&mut bytes))
-            .map_err(|e| format!("tensor {name}: {e}"))?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
-    }
-}
-
-/// LayerNorm parameters.
-struct Norm {
-    weight: Vec<f32>,
-    bias: Vec<f32>,
-}
-
-/// One encoder layer. Every weight matrix is `[out][in]` row-major, as
-/// stored; query, key and value are stacked into one `[3h][h]` matrix.
-struct EncoderLayer {
-    qkv_weight: Vec<f32>,
-    qkv_bias: Vec<f32>,
-    attn_out_weight: Vec<f32>,
-    attn_out_bias: Vec<f32>,
-    attn_norm: Norm,
-    inter_weight: Vec<f32>,
-    inter_bias: Vec<f32>,
-    out_weight: Vec<f32>,
-    out_bias: Vec<f32>,
-    out_norm: Norm,
-}
-
-/// A BERT encoder with mean pooling, in f32 on the CPU.
-pub(crate) struct Bert {
-    hidden: usize,
-    heads: usize,
-    intermediate: usize,
-    vocab: usize,
-    max_positions: usize,
-    eps: f32,
-    word: Vec<f32>,
-    position: Vec<f32>,
-    /// Row 0 of the token type embeddings: every token is type 0.
-    token_type: Vec<f32>,
-    embed_norm: Norm,
-    layers: Vec<EncoderLayer>,
-}
-
-/// Rows of the activations one parallel element-wise task takes.
-const ROWS_PER_TASK: usize = 16;
-
-impl Bert {
-    /// Reads the weights, with or without the `bert.` name prefix.
-    fn load(path: &Path, config: &BertConfig) -> Result<Bert, String> {
-        let st = SafeTensors::open(path)?;
-        let prefix = if st
-            .tensors
-            .contains_key("bert.embeddings.word_embeddings.weight")
-        {
-            "bert."
-        } else {
-            ""
-        };
-        let (h, i) = (config.hidden_size, config.intermediate_size);
-        let read = |name: &str, shape: &[usize]| st.read(&format!("{prefix}{name}"), shape);
-        let norm = |name: &str| -> Result<Norm, String> {
-            Ok(Norm {
-                weight: read(&format!("{name}.weight"), &[h])?,
-                bias: read(&format!("{name}.bias"), &[h])?,
-            })
-        };
-        let embed_norm = norm("embeddings.LayerNorm")?;
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
-        for l in 0..config.num_hidden_layers {
-            let p = format!("encoder.layer.{l}");
-            let attn_norm = norm(&format!("{p}.attention.output.LayerNorm"))?;
-            let out_norm = norm(&format!("{p}.output.LayerNorm"))?;
-            let mut qkv_weight = Vec::with_capacity(3 * h * h);
-            let mut qkv_bias = Vec::with_capacity(3 * h);
-            for part in ["query", "key", "value"] {
-                let name = format!("{p}.attention.self.{part}");
-                qkv_weight.extend(read(&format!("{name}.weight"), &[h, h])?);
-                qkv_bias.extend(read(&format!("{name}.bias"), &[h])?);
-            }
-            layers.push(EncoderLayer {
-                qkv_weight: transpose(&qkv_weight, 3 * h, h),
-                qkv_bias,
-                attn_out_weight: transpose(
-                    &read(&format!("{p}.attention.output.dense.weight"), &[h, h])?,
-                    h,
-                    h,
-                ),
-                attn_out_bias: read(&format!("{p}.attention.output.dense.bias"), &[h])?,
-                attn_norm,
-                inter_weight: transpose(
-                    &read(&format!("{p}.intermediate.dense.weight"), &[i, h])?,
-                    i,
-                    h,
-                ),
-                inter_bias: read(&format!("{p}.intermediate.dense.bias"), &[i])?,
-                out_weight: transpose(&read(&format!("{p}.output.dense.weight"), &[h, i])?, h, i),
-                out_bias: read(&format!("{p}.output.dense.bias"), &[h])?,
-                out_norm,
-            });
-        }
-        let token_types = read(
-            "embeddings.token_type_embeddings.weight",
-            &[config.type_vocab_size, h],
-        )?;
-        Ok(Bert {
-            hidden: h,
-            heads: config.num_attention_heads,
-            intermediate: i,
-            vocab: config.vocab_size,
-            max_positions: config.max_position_embeddings,
-            eps: config.layer_norm_eps as f32,
-            word: read("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
-            position: read(
-                "embeddings.position_embeddings.weight",
-                &[config.max_position_embeddings, h],
-            )?,
-            token_type: token_types[..h].to_vec(),
-            embed_norm,
-            layers,
-        })
-    }
-
-    /// Mean-pooled, L2-normalised embeddings of token id sequences. The
-    /// sequences' tokens are packed into one `[tokens][hidden]` matrix, so
-    /// the dense layers run as single large products and nothing is padded;
-    /// attention runs per sequence and head. Runs on the calling thread's
-    /// rayon pool; `parallelism` is what the large products may use.
-    fn embed(&self, seqs: &[Vec<u32>], parallelism: Parallelism) -> Result<Vec<Vec<f32>>, String> {
-        let (h, inter) = (self.hidden, self.intermediate);
-        let lens: Vec<usize> = seqs.iter().map(Vec::len).collect();
-        let total: usize = lens.iter().sum();
-        if lens.iter().any(|&len| len == 0 || len > self.max_positions) {
-            return Err("a token sequence is empty or longer than the model allows".to_string());
-        }
-        let mut x = vec![0f32; total * h];
-        let mut rows = x.chunks_exact_mut(h);
-        for seq in seqs {
-            for (position, &id) in seq.iter().enumerate() {
-                let id = id as usize;
-                if id >= self.vocab {
-                    return Err(format!("token id {id} outside the vocabulary"));
-                }
-                let word = &self.word[id * h..(id + 1) * h];
-                let pos = &self.position[position * h..(position + 1) * h];
-                if let Some(row) = rows.next() {
-                    for (((out, w), p), t) in
-                        row.iter_mut().zip(word).zip(pos).zip(&self.token_type)
-                    {
-                        *out = w + t + p;
-                    }
-                }
-            }
-        }
-        layer_norm(&mut x, &self.embed_norm, h, self.eps);
-
-        let mut qkv = vec![0f32; total * 3 * h];
-        let mut context = vec![0f32; total * h];
-        let mut attn = vec![0f32; total * h];
-        let mut hidden = vec![0f32; total * inter];
-        for layer in &self.layers {
-            fill_rows(&mut qkv, &layer.qkv_bias, None);
-            matmul_acc(
-                &mut qkv,
-                &x,
-                &layer.qkv_weight,
-                total,
-                3 * h,
-                h,
-                parallelism,
-            );
-            self.attention(&mut context, &qkv, &lens);
-            fill_rows(&mut attn, &layer.attn_out_bias, Some(&x));
-            matmul_acc(
-                &mut attn,
-                &context,
-                &layer.attn_out_weight,
-                total,
-                h,
-                h,
-                parallelism,
-            );
-            layer_norm(&mut attn, &layer.attn_norm, h, self.eps);
-            fill_rows(&mut hidden, &layer.inter_bias, None);
-            matmul_acc(
-                &mut hidden,
-                &attn,
-                &layer.inter_weight,
-                total,
-                inter,
-                h,
-                parallelism,
-            );
-            hidden
-                .par_chunks_mut(inter * ROWS_PER_TASK)
-                .for_each(gelu_slice);
-            fill_rows(&mut x, &layer.out_bias, Some(&attn));
-            matmul_acc(
-                &mut x,
-                &hidden,
-                &layer.out_weight,
-                total,
-                h,
-                inter,
-                parallelism,
-            );
-            layer_norm(&mut x, &layer.out_norm, h, self.eps);
-        }
-
-        let mut vectors = Vec::with_capacity(seqs.len());
-        let mut start = 0;
-        for &len in &lens {
-            let mut sum = vec![0f64; h];
-            for row in x[start * h..(start + len) * h].chunks_exact(h) {
-                for (s, v) in sum.iter_mut().zip(row) {
-                    *s += f64::from(*v);
-                }
-            }
-            start += len;
-            vectors.push(normalize(
-                sum.iter().map(|s| (s / len as f64) as f32).collect(),
-            ));
-        }
-        Ok(vectors)
-    }
-
-    /// Self-attention: for every sequence and head, softmax(q kᵀ / √d) v,
-    /// written to that head's columns of `context`. `qkv` rows hold the
-    /// query, key and value projections side by side.
-    fn attention(&self, context: &mut [f32], qkv: &[f32], lens: &[usize]) {
-        let h = self.hidden;
-        let d = h / self.heads;
-        let scale = 1.0 / (d as f32).sqrt();
-        let mut jobs = Vec::with_capacity(lens.len() * self.heads);
-        let mut start = 0;
-        for &len in lens {
-            for head in 0..self.heads {
-                jobs.push((start, len, head));
-            }
-            start += len;
-        }
-        let outputs: Vec<Vec<f32>> = jobs
-            .par_iter()
-            .map_init(Vec::new, |scores: &mut Vec<f32>, &(start, len, head)| {
-                let base = start * 3 * h + head * d;
-                let (q, k, v) = (&qkv[base..], &qkv[base + h..], &qkv[base + 2 * h..]);
-                assert!(q.len() >= (len - 1) * 3 * h + 2 * h + d);
-                scores.clear();
-                scores.resize(len * len, 0.0);
-                // SAFETY: q, k and v are read at rows 0..len with stride 3h
-                // and columns 0..d, inside the slices (checked above); scores
-                // is len x len.
-                unsafe {
-                    gemm::gemm(
-                        len,
-                        len,
-                        d,
-                        scores.as_mut_ptr(),
-                        1,
-                        len as isize,
-                        false,
-                        q.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        k.as_ptr(),
-                        (3 * h) as isize,
-                        1,
-                        0.0,
-                        scale,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                softmax_rows(scores, len);
-                let mut out = vec![0f32; len * d];
-                // SAFETY: scores is len x len, v is read at rows 0..len with
-                // stride 3h and columns 0..d, out is len x d.
-                unsafe {
-                    gemm::gemm(
-                        len,
-                        d,
-                        len,
-                        out.as_mut_ptr(),
-                        1,
-                        d as isize,
-                        false,
-                        scores.as_ptr(),
-                        1,
-                        len as isize,
-                        v.as_ptr(),
-                        1,
-                        (3 * h) as isize,
-                        0.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-                out
-            })
-            .collect();
-        for (&(start, _, head), out) in jobs.iter().zip(&outputs) {
-            for (r, row) in out.chunks_exact(d).enumerate() {
-                let at = (start + r) * h + head * d;
-                context[at..at + d].copy_from_slice(row);
-            }
-        }
-    }
-}
-
-/// `dst[m][n] += lhs[m][k] · w`, with `w` stored `[k][n]`; all row-major.
-fn matmul_acc(
-    dst: &mut [f32],
-    lhs: &[f32],
-    w: &[f32],
-    m: usize,
-    n: usize,
-    k: usize,
-    parallelism: Parallelism,
-) {
-    assert!(dst.len() >= m * n && lhs.len() >= m * k && w.len() >= k * n);
-    if m == 0 {
-        return;
-    }
-    // SAFETY: the three matrices lie inside their slices (checked above),
-    // and dst does not overlap lhs or w (distinct borrows).
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            true,
-            lhs.as_ptr(),
-            1,
-            k as isize,
-            w.as_ptr(),
-            1,
-            n as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            parallelism,
-        );
-    }
-}
-
-/// The transpose of a `[rows][cols]` row-major matrix.
-fn transpose(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    const BLOCK: usize = 32;
-    let mut t = vec![0f32; rows * cols];
-    for r0 in (0..rows).step_by(BLOCK) {
-        for c0 in (0..cols).step_by(BLOCK) {
-            for r in r0..(r0 + BLOCK).min(rows) {
-                for c in c0..(c0 + BLOCK).min(cols) {
-                    t[c * rows + r] = m[r * cols + c];
-                }
-            }
-        }
-    }
-    t
-}
-
-/// Sets every row of `dst` to `bias`, plus the same row of `residual` when
-/// given.
-fn fill_rows(dst: &mut [f32], bias: &[f32], residual: Option<&[f32]>) {
-    let n = bias.len();
-    match residual {
-        Some(residual) => dst
-            .par_chunks_mut(n * ROWS_PER_TASK)
-            .zip(residual.par_chunks(n * ROWS_PER_TASK))
-            .for_each(|(dst, res)| {
-                for (dst, res) in dst.chunks_exact_mut(n).zip(res.chunks_exact(n)) {
-                    for ((d, b), r) in dst.iter_mut().zip(bias).zip(res) {
-                        *d = b + r;
-                    }
-                }
-            }),
-        None => dst.par_chunks_mut(n * ROWS_PER_TASK).for_each(|dst| {
-            for row in dst.chunks_exact_mut(n) {
-                row.copy_from_slice(bias);
-            }
-        }),
-    }
-}
-
-/// LayerNorm of every `width`-wide row of `x`, in place.
-fn layer_norm(x: &mut [f32], norm: &Norm, width: usize, eps: f32) {
-    x.par_chunks_mut(width * ROWS_PER_TASK).for_each(|chunk| {
-        for row in chunk.chunks_exact_mut(width) {
-            let mean = row.iter().sum::<f32>() / width as f32;
-            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / width as f32;
-            let inv = 1.0 / (var + eps).sqrt();
-            for ((v, w), b) in row.iter_mut().zip(&norm.weight).zip(&norm.bias) {
-                *v = (*v - mean) * inv * w + b;
-            }
-        }
-    });
-}
-
-/// Softmax of every `len`-wide row of `scores`, in place. Runs the AVX2
-/// build of the same code where the CPU has it.
-fn softmax_rows(scores: &mut [f32], len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { softmax_rows_avx2(scores, len) };
-    }
-    softmax_rows_portable(scores, len);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn softmax_rows_avx2(scores: &mut [f32], len: usize) {
-    softmax_rows_portable(scores, len);
-}
-
-#[inline(always)]
-fn softmax_rows_portable(scores: &mut [f32], len: usize) {
-    for row in scores.chunks_exact_mut(len) {
-        let max = lanes_fold(row, f32::NEG_INFINITY, f32::max);
-        for v in row.iter_mut() {
-            *v = exp(*v - max);
-        }
-        let inv = 1.0 / lanes_fold(row, 0.0, |a, b| a + b);
-        for v in row.iter_mut() {
-            *v *= inv;
-        }
-    }
-}
-
-/// Folds `values` in eight interleaved lanes (so the loop vectorizes), then
-/// folds the lanes.
-#[inline(always)]
-fn lanes_fold(values: &[f32], init: f32, f: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut lanes = [init; 8];
-    let mut chunks = values.chunks_exact(8);
-    for chunk in &mut chunks {
-        for (lane, v) in lanes.iter_mut().zip(chunk) {
-            *lane = f(*lane, *v);
-        }
-    }
-    let tail = chunks.remainder().iter().fold(init, |a, v| f(a, *v));
-    lanes.iter().fold(tail, |a, v| f(a, *v))
-}
-
-/// GELU of every value, in place. Runs the AVX2 build of the same code
-/// where the CPU has it.
-fn gelu_slice(values: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked just above).
-        return unsafe { gelu_slice_avx2(values) };
-    }
-    gelu_slice_portable(values);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn gelu_slice_avx2(values: &mut [f32]) {
-    gelu_slice_portable(values);
-}
-
-#[inline(always)]
-fn gelu_slice_portable(values: &mut [f32]) {
-    for v in values.iter_mut() {
-        *v = gelu(*v);
-    }
-}
-
-/// GELU with the exact (erf) form BERT uses: x·Φ(x).
-#[inline(always)]
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// The error function, Abramowitz & Stegun 7.1.26 (absolute error below
-/// 1.5e-7, about f32 precision).
-#[inline(always)]
-fn erf(x: f32) -> f32 {
-    let a = x.abs();
-    let t = 1.0 / (1.0 + 0.327_591_1 * a);
-    let poly = t
-        * (0.254_829_6
-            + t * (-0.284_496_74 + t * (1.421_413_7 + t * (-1.453_152_1 + t * 1.061_405_4))));
-    let y = 1.0 - poly * exp(-a * a);
-    y.copysign(x)
-}
-
-/// e^x for the activation kernels, written so loops over it vectorize:
-/// x = n·ln 2 + r with |r| <= ln 2 / 2, e^r from Cephes' expf polynomial
-/// (relative error about 2e-7), 2^n built in the exponent bits. Inputs are
-/// clamped to the normal f32 range (e^-87.3 stands in for 0).
-#[inline(always)]
-fn exp(x: f32) -> f32 {
-    // Adding and subtracting 1.5·2^23 rounds to the nearest integer.
-    const ROUND: f32 = 12_582_912.0;
-    let x = x.clamp(-87.3, 88.3);
-    let n = (x * std::f32::consts::LOG2_E + ROUND) - ROUND;
-    // ln 2 in two parts, so n·ln 2 is subtracted without rounding error.
-    let r = x - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let p = ((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 0.5;
-    let y = p * r * r + r + 1.0;
-    y * f32::from_bits(((n as i32 + 127) as u32) << 23)
 }
 
 /// Reads a file that may be absent.

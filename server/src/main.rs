@@ -158,6 +158,7 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
+    pin_candle_threads(&cli);
     match run(cli) {
         Ok(()) => {}
         Err(err) => {
@@ -173,6 +174,21 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// candle sizes some work by a process-wide `CANDLE_NUM_THREADS` read once;
+/// pin it to the embedder's thread count (all cores for `quarry index`, one
+/// fewer otherwise) unless the user set it. Runs before any thread starts.
+fn pin_candle_threads(cli: &Cli) {
+    if std::env::var_os("CANDLE_NUM_THREADS").is_some() {
+        return;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match cli.command {
+        Command::Index { .. } | Command::Bench { .. } => cores,
+        _ => cores.saturating_sub(1).max(1),
+    };
+    std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
 }
 
 fn open(root: PathBuf, common: &CommonArgs) -> Result<Index> {

@@ -183,6 +183,31 @@ fn batches_equal_singles_and_keep_order() {
 }
 
 #[test]
+fn a_query_during_a_batch_gets_the_same_vector() {
+    let Some(embedder) = embedder() else { return };
+    let (_, cases) = reference();
+    let query = cases
+        .iter()
+        .find(|c| c.name.starts_with("query"))
+        .expect("a query case");
+    let alone = embedder.embed(&[&query.text]).expect("alone").remove(0);
+    let texts: Vec<&str> = cases.iter().map(|c| c.text.as_str()).collect();
+    // While the batch is in flight the query runs on the query lane.
+    let during = std::thread::scope(|scope| {
+        let batch = scope.spawn(|| embedder.embed(&texts).expect("batch"));
+        let during: Vec<Vec<f32>> = (0..5)
+            .map(|_| embedder.embed(&[&query.text]).expect("query").remove(0))
+            .collect();
+        batch.join().expect("batch thread");
+        during
+    });
+    for vector in &during {
+        let diff = max_diff(&alone, vector);
+        assert!(diff <= MAX_BATCH_DIFF, "query vector differs by {diff}");
+    }
+}
+
+#[test]
 fn vectors_are_unit_length_and_odd_text_never_panics() {
     let Some(embedder) = embedder() else { return };
     assert!(embedder.embed(&[]).expect("empty slice").is_empty());

@@ -8,18 +8,27 @@
 //! the CPU. Padding never changes a text's vector: padded keys are masked out
 //! of attention and padded positions out of the mean.
 //!
-//! Threads: every forward pass runs inside this embedder's own rayon pool of
-//! `threads` threads, so candle's parallel kernels and gemm (which schedules
-//! its jobs on the current rayon pool) never use more. Within a matrix
-//! product gemm still cuts the work into as many jobs as candle's
-//! `get_num_threads()` says (`RAYON_NUM_THREADS`, else the physical core
-//! count); those jobs simply queue on the pool's threads.
+//! Threads: every batch runs inside this embedder's own rayon pool of
+//! `threads` threads, so gemm (which schedules its jobs on the current rayon
+//! pool) and candle's rayon kernels never use more. Two things sit outside
+//! it, both process-wide in candle 0.11: gemm cuts each product into as many
+//! jobs as `get_num_threads()` says (`RAYON_NUM_THREADS`, else the physical
+//! core count), which then queue on the pool's threads; and element-wise ops
+//! over 64K values run on candle's own "barrier pool" of
+//! `CANDLE_NUM_THREADS` (else the same count) minus one threads plus the
+//! caller. Measured on 2 cores: `threads` 1 keeps 1.27 cores busy, unless
+//! the process starts with `CANDLE_NUM_THREADS=1`.
+//!
+//! A single-text call (a query) made while a batch is in flight runs on a
+//! separate one-thread lane instead of queueing behind the batch, which
+//! takes seconds; otherwise it uses the pool.
 //!
 //! Never: any I/O beyond reading the model directory, any network access,
 //! a panic on any text.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -191,7 +200,8 @@ pub struct EmbedderOptions {
     /// Texts are truncated to this many tokens, special tokens included.
     /// Clamped to the model's position limit (512 here) and to at least 8.
     pub max_tokens: usize,
-    /// Threads of the embedder's own compute pool (at least 1).
+    /// Threads of the embedder's own compute pool (at least 1). A query
+    /// made while a batch runs uses one more (see `Embedder::embed`).
     pub threads: usize,
 }
 
@@ -214,6 +224,10 @@ pub struct Embedder {
     /// Neither truncates nor pads: for `count_tokens`.
     counter: Tokenizer,
     pool: rayon::ThreadPool,
+    /// One thread for single-text calls made while `pool` runs a batch.
+    query_lane: rayon::ThreadPool,
+    /// Multi-text batches in flight on `pool`.
+    batches_in_flight: AtomicUsize,
     device: Device,
     model_id: String,
     dim: usize,
@@ -317,6 +331,11 @@ impl Embedder {
             .thread_name(|i| format!("quarry-embed-{i}"))
             .build()
             .map_err(|e| load_error(dir, format!("cannot start {threads} threads: {e}")))?;
+        let query_lane = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "quarry-embed-q".to_string())
+            .build()
+            .map_err(|e| load_error(dir, format!("cannot start a thread: {e}")))?;
 
         let model_id = model_id_for(
             dir,
@@ -334,6 +353,8 @@ impl Embedder {
             tokenizer,
             counter,
             pool,
+            query_lane,
+            batches_in_flight: AtomicUsize::new(0),
             device,
             model_id,
             dim: config.hidden_size,
@@ -372,13 +393,27 @@ impl Embedder {
     /// in consecutive batches of up to 32 in the order given, each padded to
     /// its longest text (so the caller should sort by length). Texts longer
     /// than `max_tokens` are truncated. An empty slice gives an empty result.
+    /// A single text while another call's batch is in flight runs on the
+    /// one-thread query lane, so a query never waits for a batch.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        if let [text] = texts {
+            let ids = [self.try_token_ids(text)?];
+            let lane = if self.batches_in_flight.load(Ordering::Acquire) > 0 {
+                &self.query_lane
+            } else {
+                &self.pool
+            };
+            return lane
+                .install(|| self.forward(&ids))
+                .map_err(|e| ModelError::Embed(e.to_string()));
+        }
         let mut vectors = Vec::with_capacity(texts.len());
         for batch in texts.chunks(MAX_BATCH) {
             let ids = batch
                 .iter()
                 .map(|text| self.try_token_ids(text))
                 .collect::<Result<Vec<_>, _>>()?;
+            let _in_flight = InFlight::enter(&self.batches_in_flight);
             let pooled = self
                 .pool
                 .install(|| self.forward(&ids))
@@ -464,6 +499,23 @@ impl Embedder {
         let counts = mask.sum(1)?;
         let pooled = summed.broadcast_div(&counts)?.to_vec2::<f32>()?;
         Ok(pooled.into_iter().map(normalize).collect())
+    }
+}
+
+/// Counts a batch in flight for as long as it lives (also on error or
+/// unwinding).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(counter: &'a AtomicUsize) -> InFlight<'a> {
+        counter.fetch_add(1, Ordering::AcqRel);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -347,34 +347,30 @@ fn dense_branch(
 /// Live definitions whose name or qualified name equals the query (case and
 /// separator insensitive: `graphstore.lookup` names `GraphStore::lookup`).
 fn exact_definitions(snapshot: &Snapshot, query_text: &str) -> rustc_hash::FxHashSet<u32> {
-    let query = SymbolQuery::parse(query_text, None);
-    let is_live = |id: u32| snapshot.is_live(id);
-    let mut matches: Vec<SymbolMatch> = Vec::new();
-    for segment in &snapshot.segments {
-        segment.symbols.search(&query, &is_live, 64, &mut matches);
-    }
-    matches
+    symbol_matches(snapshot, &SymbolQuery::parse(query_text, None), 64)
         .iter()
         .filter(|m| m.tier == MatchTier::Exact)
         .map(|m| m.chunk_id)
         .collect()
 }
 
-fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> Vec<u32> {
-    let query = SymbolQuery::parse(query_text, None);
-    if query.is_empty() {
+/// The best `limit` live symbol matches over every segment, best first.
+fn symbol_matches(snapshot: &Snapshot, query: &SymbolQuery, limit: usize) -> Vec<SymbolMatch> {
+    if query.is_empty() || limit == 0 {
         return Vec::new();
     }
     let is_live = |id: u32| snapshot.is_live(id);
     let mut matches: Vec<SymbolMatch> = Vec::new();
     for segment in &snapshot.segments {
-        segment
-            .symbols
-            .search(&query, &is_live, depth, &mut matches);
+        segment.symbols.search(query, &is_live, limit, &mut matches);
     }
-    merge_matches(&mut matches, depth);
-    // Subsequence matches of an identifier are mostly noise in a fused list.
+    merge_matches(&mut matches, limit);
     matches
+}
+
+fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> Vec<u32> {
+    // Subsequence matches of an identifier are mostly noise in a fused list.
+    symbol_matches(snapshot, &SymbolQuery::parse(query_text, None), depth)
         .iter()
         .filter(|m| m.tier != MatchTier::Subsequence)
         .map(|m| m.chunk_id)
@@ -587,19 +583,7 @@ pub fn find_symbols(
     kind: Option<ChunkKind>,
     limit: usize,
 ) -> Vec<SymbolHit> {
-    let query = SymbolQuery::parse(query_text, kind);
-    if query.is_empty() || limit == 0 {
-        return Vec::new();
-    }
-    let is_live = |id: u32| snapshot.is_live(id);
-    let mut matches: Vec<SymbolMatch> = Vec::new();
-    for segment in &snapshot.segments {
-        segment
-            .symbols
-            .search(&query, &is_live, limit, &mut matches);
-    }
-    merge_matches(&mut matches, limit);
-    matches
+    symbol_matches(snapshot, &SymbolQuery::parse(query_text, kind), limit)
         .iter()
         .filter_map(|m| {
             let (segment, chunk) = snapshot.chunk(m.chunk_id)?;

@@ -135,14 +135,20 @@ impl VectorCache {
         self.valid_len = pos as u64;
         bytes.truncate(pos);
         self.data = bytes;
-        let mut at = HEADER_LEN;
-        while at < self.data.len() {
+        self.index_records(HEADER_LEN);
+        Ok(())
+    }
+
+    /// Adds the keys of the whole records in `data` from `from` on.
+    fn index_records(&mut self, from: usize) {
+        let record_len = Self::record_len(self.dim);
+        let mut at = from;
+        while at + record_len <= self.data.len() {
             let mut key = [0u8; KEY_LEN];
             key.copy_from_slice(&self.data[at..at + KEY_LEN]);
             self.offsets.insert(key, at + KEY_LEN);
             at += record_len;
         }
-        Ok(())
     }
 
     fn header_ok(&self, bytes: &[u8]) -> bool {
@@ -227,16 +233,9 @@ impl VectorCache {
             buf.extend_from_slice(&check);
         }
         file.write_all(&buf)?;
-        let record_len = Self::record_len(self.dim);
         let base = self.data.len();
         self.data.extend_from_slice(&buf);
-        let mut at = base;
-        while at < self.data.len() {
-            let mut key = [0u8; KEY_LEN];
-            key.copy_from_slice(&self.data[at..at + KEY_LEN]);
-            self.offsets.insert(key, at + KEY_LEN);
-            at += record_len;
-        }
+        self.index_records(base);
         Ok(())
     }
 }

@@ -10,7 +10,7 @@ mod common;
 
 use common::Workspace;
 use quarry::dense::{DenseConfig, DenseEngine};
-use quarry::index::Index;
+use quarry::index::{EmbedStats, Index};
 use quarry::search::{search_with, DiskText, SearchOptions, SearchResults};
 use std::path::Path;
 
@@ -44,12 +44,17 @@ fn run(index: &Index, engine: &DenseEngine, query: &str) -> SearchResults {
     search_with(&snapshot, query, &options, &mut text, Some(engine))
 }
 
+/// Embeds every pending chunk of `index`.
+fn embed_all(index: &Index, engine: &DenseEngine) -> EmbedStats {
+    index
+        .embed_pending(engine, &[], None, &|_| {})
+        .expect("embed")
+}
+
 fn indexed(ws: &Workspace, engine: &DenseEngine) -> Index {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
-    let stats = index
-        .embed_pending(engine, &[], None, &|_| {})
-        .expect("embed");
+    let stats = embed_all(&index, engine);
     assert_eq!(stats.error, None);
     assert_eq!(stats.remaining, 0);
     index
@@ -114,9 +119,7 @@ fn unchanged_functions_are_never_embedded_twice() {
     let ws = Workspace::fixture();
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
-    let cold = index
-        .embed_pending(&engine, &[], None, &|_| {})
-        .expect("embed");
+    let cold = embed_all(&index, &engine);
     assert!(cold.computed > 50, "{cold:?}");
 
     // One function edited: the whole file is re-chunked, one text changed.
@@ -129,27 +132,21 @@ fn unchanged_functions_are_never_embedded_twice() {
     assert_ne!(source, edited);
     std::fs::write(&path, edited).expect("write");
     index.refresh(&|_| {}).expect("refresh");
-    let edit = index
-        .embed_pending(&engine, &[], None, &|_| {})
-        .expect("embed");
+    let edit = embed_all(&index, &engine);
     assert_eq!(edit.computed, 1, "{edit:?}");
     assert!(edit.from_cache > 0);
 
     // A move keeps every vector.
     std::fs::rename(&path, ws.root().join("python/policies.py")).expect("mv");
     index.refresh(&|_| {}).expect("refresh");
-    let moved = index
-        .embed_pending(&engine, &[], None, &|_| {})
-        .expect("embed");
+    let moved = embed_all(&index, &engine);
     assert_eq!(moved.computed, 0, "{moved:?}");
 
     // A second worktree of the same code shares the machine-wide cache.
     let other = Workspace::fixture();
     let second = other.open();
     second.refresh(&|_| {}).expect("index");
-    let stats = second
-        .embed_pending(&engine, &[], None, &|_| {})
-        .expect("embed");
+    let stats = embed_all(&second, &engine);
     assert_eq!(stats.computed, 0, "{stats:?}");
     assert_eq!(stats.embedded, stats.pending);
 
@@ -159,9 +156,7 @@ fn unchanged_functions_are_never_embedded_twice() {
     reopened.attach_dense(&engine).expect("attach");
     let (embedded, total) = reopened.snapshot().coverage();
     assert_eq!(embedded, total);
-    let again = reopened
-        .embed_pending(&engine, &[], None, &|_| {})
-        .expect("embed");
+    let again = embed_all(&reopened, &engine);
     assert_eq!(again.pending, 0);
 }
 
@@ -242,11 +237,7 @@ fn lexical_search_answers_while_embedding_runs() {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
     std::thread::scope(|scope| {
-        let embedding = scope.spawn(|| {
-            index
-                .embed_pending(&engine, &[], None, &|_| {})
-                .expect("embed")
-        });
+        let embedding = scope.spawn(|| embed_all(&index, &engine));
         // Searches run on the snapshot while the embedder works.
         let results = run(&index, &engine, "GraphStore::lookup");
         assert_eq!(results.hits[0].symbol, "GraphStore::lookup");

@@ -240,11 +240,13 @@ pub fn search_with(
     let lexical = lexical_branch(snapshot, &query, depth, options, text);
     let phrase_query = !query.phrases.is_empty();
     let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
-    let symbol_ids = if looks_like_identifier(query_text) {
+    // One symbol search serves the symbol branch and exact-name priority.
+    let symbol = if looks_like_identifier(query_text) {
         symbol_branch(snapshot, query_text.trim(), depth)
     } else {
-        Vec::new()
+        SymbolBranch::default()
     };
+    let symbol_ids = symbol.ids;
     let lists = [
         (Branch::Lexical, lexical_ids.as_slice()),
         (Branch::Dense, dense_ids.as_slice()),
@@ -259,11 +261,7 @@ pub fn search_with(
     }
     let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
     // Definitions named exactly like an identifier query.
-    let exact: rustc_hash::FxHashSet<u32> = if looks_like_identifier(query_text) {
-        exact_definitions(snapshot, query_text.trim())
-    } else {
-        Default::default()
-    };
+    let exact = symbol.exact;
     let is_exact = |f: &Fused| exact.contains(&f.chunk_id);
     // Exact names and verified phrases above every fused result, fused
     // order within each group.
@@ -344,16 +342,6 @@ fn dense_branch(
         .collect())
 }
 
-/// Live definitions whose name or qualified name equals the query (case and
-/// separator insensitive: `graphstore.lookup` names `GraphStore::lookup`).
-fn exact_definitions(snapshot: &Snapshot, query_text: &str) -> rustc_hash::FxHashSet<u32> {
-    symbol_matches(snapshot, &SymbolQuery::parse(query_text, None), 64)
-        .iter()
-        .filter(|m| m.tier == MatchTier::Exact)
-        .map(|m| m.chunk_id)
-        .collect()
-}
-
 /// The best `limit` live symbol matches over every segment, best first.
 fn symbol_matches(snapshot: &Snapshot, query: &SymbolQuery, limit: usize) -> Vec<SymbolMatch> {
     if query.is_empty() || limit == 0 {
@@ -368,13 +356,38 @@ fn symbol_matches(snapshot: &Snapshot, query: &SymbolQuery, limit: usize) -> Vec
     matches
 }
 
-fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> Vec<u32> {
-    // Subsequence matches of an identifier are mostly noise in a fused list.
-    symbol_matches(snapshot, &SymbolQuery::parse(query_text, None), depth)
-        .iter()
-        .filter(|m| m.tier != MatchTier::Subsequence)
-        .map(|m| m.chunk_id)
-        .collect()
+/// What the symbol branch found for an identifier query.
+#[derive(Default)]
+struct SymbolBranch {
+    /// Ranked chunk ids for fusion (subsequence matches left out).
+    ids: Vec<u32>,
+    /// Live definitions whose name or qualified name equals the query (case
+    /// and separator insensitive: `graphstore.lookup` names
+    /// `GraphStore::lookup`), for exact-name priority.
+    exact: rustc_hash::FxHashSet<u32>,
+}
+
+fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> SymbolBranch {
+    // Exact matches rank first, so one search deep enough for both suffices.
+    let matches = symbol_matches(
+        snapshot,
+        &SymbolQuery::parse(query_text, None),
+        depth.max(64),
+    );
+    SymbolBranch {
+        // Subsequence matches of an identifier are mostly noise in a fused list.
+        ids: matches
+            .iter()
+            .filter(|m| m.tier != MatchTier::Subsequence)
+            .take(depth)
+            .map(|m| m.chunk_id)
+            .collect(),
+        exact: matches
+            .iter()
+            .filter(|m| m.tier == MatchTier::Exact)
+            .map(|m| m.chunk_id)
+            .collect(),
+    }
 }
 
 /// BM25F over every segment. Candidates must contain every token of every

@@ -4,9 +4,9 @@
 //!
 //! Tokenization uses the model's own `tokenizer.json`, with its fixed padding
 //! replaced by no padding (batches are padded here to their longest text) and
-//! its truncation set to `max_tokens`. The forward pass is candle's BERT on
-//! the CPU. Padding never changes a text's vector: padded keys are masked out
-//! of attention and padded positions out of the mean.
+//! its truncation set to `max_tokens`. The forward pass is our own BERT
+//! encoder on candle tensors (`bert`), which packs a batch's texts without
+//! padding, so a text's vector never depends on its batch.
 //!
 //! Threads: every batch runs inside this embedder's own rayon pool of
 //! `threads` threads, so gemm (which schedules its jobs on the current rayon
@@ -30,9 +30,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
+
+use super::bert::Encoder;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 /// The directory name of the default model.
@@ -218,7 +220,7 @@ impl Default for EmbedderOptions {
 /// A loaded model: tokenizer, BERT weights and a compute pool. `Send + Sync`;
 /// concurrent `embed` calls share the pool.
 pub struct Embedder {
-    model: BertModel,
+    model: Encoder,
     /// Truncates at `max_tokens`, never pads.
     tokenizer: Tokenizer,
     /// Neither truncates nor pads: for `count_tokens`.
@@ -228,11 +230,9 @@ pub struct Embedder {
     query_lane: rayon::ThreadPool,
     /// Multi-text batches in flight on `pool`.
     batches_in_flight: AtomicUsize,
-    device: Device,
     model_id: String,
     dim: usize,
     max_tokens: usize,
-    pad_id: u32,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -313,7 +313,7 @@ impl Embedder {
             .map_err(|e| load_error(&weights_path, e))?
             .len();
         let device = Device::Cpu;
-        // SAFETY: the map is read while `BertModel::load` copies every tensor
+        // SAFETY: the map is read while `Encoder::load` copies every tensor
         // into memory the model owns, and is unmapped when `vb` is dropped at
         // the end of this function. The contract is that nothing truncates or
         // rewrites model.safetensors during those few tens of milliseconds
@@ -323,7 +323,7 @@ impl Embedder {
         let vb =
             unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &device) }
                 .map_err(|e| load_error(&weights_path, e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
+        let model = Encoder::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
 
         let threads = options.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -355,11 +355,9 @@ impl Embedder {
             pool,
             query_lane,
             batches_in_flight: AtomicUsize::new(0),
-            device,
             model_id,
             dim: config.hidden_size,
             max_tokens,
-            pad_id: u32::try_from(config.pad_token_id).unwrap_or(0),
         })
     }
 
@@ -390,8 +388,8 @@ impl Embedder {
     }
 
     /// L2-normalised mean-pooled embeddings, one per text, in order. Texts run
-    /// in consecutive batches of up to 32 in the order given, each padded to
-    /// its longest text (so the caller should sort by length). Texts longer
+    /// in consecutive batches of up to 32 in the order given (sorting by
+    /// length keeps a batch's attention work even across its texts). Texts longer
     /// than `max_tokens` are truncated. An empty slice gives an empty result.
     /// A single text while another call's batch is in flight runs on the
     /// one-thread query lane, so a query never waits for a batch.
@@ -475,30 +473,21 @@ impl Embedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// One forward pass over a batch of token id sequences, padded to the
-    /// longest, then masked mean pooling and L2 normalisation. Runs on the
-    /// calling thread's rayon pool.
+    /// One forward pass over a batch of token id sequences, then mean pooling
+    /// and L2 normalisation; an empty sequence gives a zero vector. Runs on
+    /// the calling thread's rayon pool.
     fn forward(&self, ids: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
-        let rows = ids.len();
-        let width = ids.iter().map(Vec::len).max().unwrap_or(0);
-        if rows == 0 || width == 0 {
-            return Ok(vec![vec![0.0; self.dim]; rows]);
+        let texts: Vec<Vec<u32>> = ids.iter().filter(|seq| !seq.is_empty()).cloned().collect();
+        let mut pooled = match texts.is_empty() {
+            true => Vec::new().into_iter(),
+            false => self.model.mean_pooled(&texts)?.into_iter(),
+        };
+        let mut vectors = Vec::with_capacity(ids.len());
+        for seq in ids {
+            let vector = if seq.is_empty() { None } else { pooled.next() };
+            vectors.push(vector.map_or_else(|| vec![0.0; self.dim], normalize));
         }
-        let mut input = vec![self.pad_id; rows * width];
-        let mut mask = vec![0u32; rows * width];
-        for (row, seq) in ids.iter().enumerate() {
-            input[row * width..row * width + seq.len()].copy_from_slice(seq);
-            mask[row * width..row * width + seq.len()].fill(1);
-        }
-        let input = Tensor::from_vec(input, (rows, width), &self.device)?;
-        let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
-        let token_types = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &token_types, Some(&mask))?;
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-        let counts = mask.sum(1)?;
-        let pooled = summed.broadcast_div(&counts)?.to_vec2::<f32>()?;
-        Ok(pooled.into_iter().map(normalize).collect())
+        Ok(vectors)
     }
 }
 

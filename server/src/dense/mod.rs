@@ -12,6 +12,7 @@
 //! Never: network access (models come from a local directory), decide
 //! ranking, touch the segment store.
 
+mod bert;
 pub mod cache;
 pub mod embed;
 pub mod vectors;

@@ -8,6 +8,7 @@ pub mod bench;
 pub mod chunk;
 pub mod codec;
 pub mod dense;
+pub mod filter;
 pub mod index;
 pub mod lexical;
 pub mod rank;

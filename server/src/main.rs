@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use quarry::chunk::ChunkKind;
 use quarry::dense::{DenseConfig, DenseEngine};
+use quarry::filter::Filter;
 use quarry::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
 use quarry::search::{self, DiskText, SearchOptions};
 use std::io::{IsTerminal, Write};
@@ -19,6 +20,23 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// What `quarry search` may return.
+#[derive(Args, Debug)]
+struct FilterArgs {
+    /// Only paths matching this glob (repeatable; `src/index`, `*.rs`).
+    #[arg(long = "path", value_name = "GLOB")]
+    path: Vec<String>,
+    /// Leave out paths matching this glob (repeatable; `tests`, `vendor`).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// Only this language (repeatable; rust, python, typescript...).
+    #[arg(long, value_name = "LANGUAGE")]
+    lang: Vec<String>,
+    /// Only this kind of definition (repeatable; function, method, class...).
+    #[arg(long, value_name = "KIND")]
+    kind: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -109,6 +127,11 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
+        filter: FilterArgs,
+        /// Most hits per file before other files get a turn (0 = no cap).
+        #[arg(long, default_value_t = 2)]
+        per_file_cap: usize,
+        #[command(flatten)]
         common: CommonArgs,
     },
     /// Find definitions by (fuzzy) name: `lookup`, `GraphStore::lookup`, `gsl`.
@@ -153,6 +176,25 @@ enum Command {
         /// Skip the lexical benchmark (only with --dense).
         #[arg(long)]
         dense_only: bool,
+        /// Run the search quality benchmark on this corpus (fetched by
+        /// scripts/fetch-quality-corpus.sh) instead.
+        #[arg(long, value_name = "DIR")]
+        quality: Option<PathBuf>,
+        /// With --quality: query files (default: bench/quality/queries.tsv
+        /// and bench/quality/questions.tsv).
+        #[arg(long, value_name = "FILE")]
+        queries: Vec<PathBuf>,
+        /// With --quality: regenerate the generated queries into this file
+        /// from the corpus, then stop.
+        #[arg(long, value_name = "FILE")]
+        generate: Option<PathBuf>,
+        /// With --quality: tokens of chunk text embedded.
+        #[arg(long, default_value_t = 128)]
+        token_budget: usize,
+        /// With --quality: only configurations whose label contains this
+        /// (the full stack always runs).
+        #[arg(long)]
+        only: Option<String>,
     },
 }
 
@@ -291,8 +333,11 @@ fn run(cli: Cli) -> Result<()> {
             root,
             limit,
             json,
+            filter,
+            per_file_cap,
             common,
         } => {
+            let filter = Filter::new(&filter.path, &filter.exclude, &filter.lang, &filter.kind)?;
             let index = open(root, &common)?;
             refresh(&index, true)?;
             let engine = dense_engine(&common, false);
@@ -309,6 +354,8 @@ fn run(cli: Cli) -> Result<()> {
             let snapshot = index.snapshot();
             let options = SearchOptions {
                 limit,
+                per_file_cap,
+                filter,
                 ..SearchOptions::default()
             };
             let mut text = DiskText::new(index.root());
@@ -428,7 +475,50 @@ fn run(cli: Cli) -> Result<()> {
             dense,
             model,
             dense_only,
+            quality,
+            queries,
+            generate,
+            token_budget,
+            only,
         } => {
+            if let Some(corpus) = quality {
+                use quarry::bench::quality;
+                if let Some(file) = generate {
+                    let generated = quality::generate(&corpus)
+                        .with_context(|| format!("generating queries from {}", corpus.display()))?;
+                    quality::write_queries(&file, &generated)
+                        .with_context(|| format!("writing {}", file.display()))?;
+                    writeln!(
+                        out,
+                        "{} queries written to {}",
+                        generated.len(),
+                        file.display()
+                    )?;
+                    return Ok(());
+                }
+                let query_files = if queries.is_empty() {
+                    vec![
+                        PathBuf::from("bench/quality/queries.tsv"),
+                        PathBuf::from("bench/quality/questions.tsv"),
+                    ]
+                } else {
+                    queries
+                };
+                let report = quality::run(&quality::QualityOptions {
+                    corpus: corpus.clone(),
+                    query_files,
+                    model,
+                    token_budget,
+                    only,
+                })
+                .with_context(|| format!("quality benchmark on {}", corpus.display()))?;
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+                } else {
+                    write!(out, "{report}")?;
+                }
+                return Ok(());
+            }
             if let Some(dense_corpus) = dense {
                 let report = quarry::bench::run_dense(&dense_corpus, rounds, model)
                     .with_context(|| format!("dense benchmark on {}", dense_corpus.display()))?;

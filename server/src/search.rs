@@ -12,9 +12,11 @@
 
 use crate::chunk::ChunkKind;
 use crate::dense::DenseEngine;
+use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
 use crate::lexical::{score_term, Accumulator, Query};
+use crate::rank::signals::{self, stem, ChunkFacts, QueryFacts, Signals};
 use crate::rank::{cap_per_file, fuse, promote, Branch, FuseConfig, Fused};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
 use rustc_hash::FxHashMap;
@@ -26,6 +28,24 @@ use std::path::PathBuf;
 
 /// At most this many query terms take part in scoring.
 const MAX_QUERY_TERMS: usize = 64;
+
+/// Which query branches run (all by default; the benchmark turns some off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branches {
+    pub lexical: bool,
+    pub dense: bool,
+    pub symbol: bool,
+}
+
+impl Default for Branches {
+    fn default() -> Self {
+        Branches {
+            lexical: true,
+            dense: true,
+            symbol: true,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
@@ -39,6 +59,15 @@ pub struct SearchOptions {
     pub snippet_lines: usize,
     /// Phrase candidates verified against their text, best first.
     pub max_phrase_checks: usize,
+    /// Paths, languages and kinds a hit may have; every branch applies it
+    /// before fusion.
+    pub filter: Filter,
+    /// The branches that run.
+    pub branches: Branches,
+    /// Exact-name definitions and verified phrases above every fused hit.
+    pub exact_priority: bool,
+    /// Code-aware ranking signals.
+    pub signals: Signals,
 }
 
 impl Default for SearchOptions {
@@ -49,6 +78,10 @@ impl Default for SearchOptions {
             per_file_cap: 2,
             snippet_lines: 6,
             max_phrase_checks: 200,
+            filter: Filter::default(),
+            branches: Branches::default(),
+            exact_priority: true,
+            signals: Signals::default(),
         }
     }
 }
@@ -198,7 +231,6 @@ pub fn search(
 /// One lexical candidate.
 struct LexicalHit {
     chunk_id: u32,
-    score: f32,
     phrase: bool,
 }
 
@@ -226,46 +258,93 @@ pub fn search_with(
         return results;
     }
     let depth = options.fuse.depth_for(options.limit);
+    let filter = ChunkFilter::new(snapshot, &options.filter);
 
     // Dense branch first: its failure decides the mode.
     let mut dense_ids: Vec<u32> = Vec::new();
-    match dense_branch(snapshot, query_text, depth, dense) {
-        Ok(ids) => {
-            results.mode = "hybrid";
-            dense_ids = ids;
+    if options.branches.dense {
+        match dense_branch(snapshot, query_text, depth, dense, &filter) {
+            Ok(ids) => {
+                results.mode = "hybrid";
+                dense_ids = ids;
+            }
+            Err(reason) => results.reason = Some(reason),
         }
-        Err(reason) => results.reason = Some(reason),
+    } else {
+        results.reason = Some("dense branch turned off".into());
     }
 
-    let lexical = lexical_branch(snapshot, &query, depth, options, text);
+    let lexical = if options.branches.lexical {
+        lexical_branch(snapshot, &query, depth, options, text, &filter)
+    } else {
+        Vec::new()
+    };
     let phrase_query = !query.phrases.is_empty();
     let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
     // One symbol search serves the symbol branch and exact-name priority.
-    let symbol = if looks_like_identifier(query_text) {
-        symbol_branch(snapshot, query_text.trim(), depth)
+    let identifier = looks_like_identifier(query_text);
+    let symbol = if identifier && (options.branches.symbol || options.exact_priority) {
+        symbol_branch(snapshot, query_text.trim(), depth, &filter)
     } else {
         SymbolBranch::default()
     };
-    let symbol_ids = symbol.ids;
+    let symbol_ids = if options.branches.symbol {
+        symbol.ids
+    } else {
+        Vec::new()
+    };
     let lists = [
         (Branch::Lexical, lexical_ids.as_slice()),
         (Branch::Dense, dense_ids.as_slice()),
         (Branch::Symbol, symbol_ids.as_slice()),
     ];
-    let mut fused = fuse(&lists, &options.fuse);
+    let mut fuse_config = options.fuse.clone();
+    if looks_like_code(query_text) {
+        let w = options.signals.symbol_query_weight;
+        fuse_config.weights[0] *= w;
+        fuse_config.weights[2] *= w;
+    } else {
+        fuse_config.weights[1] *= options.signals.prose_dense_weight;
+    }
+    let mut fused = fuse(&lists, &fuse_config);
     let lexical_info: FxHashMap<u32, &LexicalHit> =
         lexical.iter().map(|h| (h.chunk_id, h)).collect();
-    if phrase_query {
+    if phrase_query && options.branches.lexical {
         // A quoted phrase is a filter: dense and symbol hits only re-rank.
         fused.retain(|f| lexical_info.contains_key(&f.chunk_id));
     }
+    let query_facts = QueryFacts::new(query_text);
+    signals::apply(&mut fused, &options.signals, &query_facts, |id| {
+        snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
+            path: segment.path_of(chunk),
+            name: &chunk.name,
+            kind: chunk.kind,
+        })
+    });
     let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
     // Definitions named exactly like an identifier query.
     let exact = symbol.exact;
     let is_exact = |f: &Fused| exact.contains(&f.chunk_id);
-    // Exact names and verified phrases above every fused result, fused
-    // order within each group.
-    promote(&mut fused, |f| is_exact(f) || is_phrase(f));
+    if options.exact_priority {
+        // Exact names (joined to the list if no branch found them) and
+        // verified phrases above every fused result, fused order within
+        // each group.
+        let listed: rustc_hash::FxHashSet<u32> = fused.iter().map(|f| f.chunk_id).collect();
+        let mut missing: Vec<u32> = exact
+            .iter()
+            .copied()
+            .filter(|id| !listed.contains(id))
+            .collect();
+        missing.sort_unstable();
+        // Above every fused result, so scored like the best of them.
+        let top = fused.first().map_or(0.0, |f| f.score);
+        fused.extend(missing.into_iter().map(|chunk_id| Fused {
+            chunk_id,
+            score: top,
+            ranks: [None; 3],
+        }));
+        promote(&mut fused, |f| is_exact(f) || is_phrase(f));
+    }
     let fused = cap_per_file(
         fused,
         options.limit,
@@ -275,17 +354,17 @@ pub fn search_with(
                 .chunk(f.chunk_id)
                 .map_or("", |(seg, chunk)| seg.path_of(chunk))
         },
-        |f| is_exact(f) || f.rank(Branch::Symbol).is_some(),
+        |f| (options.exact_priority && is_exact(f)) || f.rank(Branch::Symbol).is_some(),
     );
     for f in fused {
         let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
             continue;
         };
         let mut sources: Vec<&'static str> = f.branches().map(Branch::name).collect();
-        if is_exact(&f) {
+        if options.exact_priority && is_exact(&f) {
             sources.push("exact");
         }
-        if is_phrase(&f) {
+        if options.exact_priority && is_phrase(&f) {
             sources.push("phrase");
         }
         let ranks = f
@@ -294,12 +373,6 @@ pub fn search_with(
             .collect();
         let mut hit = make_hit(segment, chunk, f.score, sources, options, text);
         hit.ranks = ranks;
-        if results.mode == "lexical" {
-            // Lexical-only: the BM25 score is more telling than RRF's.
-            if let Some(h) = lexical_info.get(&f.chunk_id) {
-                hit.score = h.score;
-            }
-        }
         results.hits.push(hit);
     }
     results
@@ -315,11 +388,74 @@ fn looks_like_identifier(query: &str) -> bool {
         && query.chars().any(char::is_alphabetic)
 }
 
+/// A query written like code: one identifier or path, or a word in
+/// `snake_case`, `camelCase` or joined by `::`, `.` or `->`.
+fn looks_like_code(query: &str) -> bool {
+    looks_like_identifier(query) || query.split_whitespace().any(signals::is_code_word)
+}
+
+/// The query's `Filter`, with its per-path answers remembered (paths repeat
+/// across a file's chunks).
+struct ChunkFilter<'a> {
+    snapshot: &'a Snapshot,
+    filter: &'a Filter,
+    paths: RefCell<FxHashMap<(u64, u32), bool>>,
+}
+
+impl<'a> ChunkFilter<'a> {
+    fn new(snapshot: &'a Snapshot, filter: &'a Filter) -> ChunkFilter<'a> {
+        ChunkFilter {
+            snapshot,
+            filter,
+            paths: RefCell::new(FxHashMap::default()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.filter.is_empty()
+    }
+
+    /// Whether `chunk` (of `segment`) may be returned.
+    fn accepts_in(&self, segment: &Segment, chunk: &ChunkRecord) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        if !self
+            .filter
+            .accepts_language_and_kind(chunk.language, chunk.kind)
+        {
+            return false;
+        }
+        *self
+            .paths
+            .borrow_mut()
+            .entry((segment.id, chunk.path_idx))
+            .or_insert_with(|| self.filter.accepts_path(segment.path_of(chunk)))
+    }
+
+    /// Whether the live chunk `chunk_id` may be returned.
+    fn accepts(&self, chunk_id: u32) -> bool {
+        if self.filter.is_empty() {
+            return self.snapshot.is_live(chunk_id);
+        }
+        self.snapshot.is_live(chunk_id)
+            && self
+                .snapshot
+                .chunk(chunk_id)
+                .is_some_and(|(segment, chunk)| self.accepts_in(segment, chunk))
+    }
+}
+
+/// With a filter that leaves at most this many chunks, the dense branch
+/// scores them all exactly when the graph search comes back short.
+const EXACT_DENSE_MAX: usize = 20_000;
+
 fn dense_branch(
     snapshot: &Snapshot,
     query_text: &str,
     depth: usize,
     dense: Option<&DenseEngine>,
+    filter: &ChunkFilter<'_>,
 ) -> Result<Vec<u32>, String> {
     let engine = dense.ok_or_else(|| "dense search is disabled".to_string())?;
     if let Some(reason) = engine.unavailable_reason() {
@@ -334,23 +470,43 @@ fn dense_branch(
         return Err("no chunk is embedded yet: run `quarry index`".into());
     }
     let query_vector = engine.embed_query(query_text)?;
-    let is_live = |id: u32| snapshot.is_live(id);
-    Ok(vectors
-        .search(&query_vector, depth, &is_live)
-        .into_iter()
-        .map(|(id, _)| id)
-        .collect())
+    let keep = |id: u32| filter.accepts(id);
+    let mut found = vectors.search(&query_vector, depth, &keep);
+    if found.len() < depth && !filter.is_empty() {
+        // The graph search can stop short under a selective filter: score
+        // the chunks the filter leaves, if there are not too many.
+        let mut allowed = Vec::new();
+        'segments: for segment in &snapshot.segments {
+            for chunk in &segment.chunks {
+                if snapshot.is_live(chunk.chunk_id) && filter.accepts_in(segment, chunk) {
+                    allowed.push(chunk.chunk_id);
+                    if allowed.len() > EXACT_DENSE_MAX {
+                        break 'segments;
+                    }
+                }
+            }
+        }
+        if allowed.len() <= EXACT_DENSE_MAX {
+            found = vectors.exact_search(&query_vector, depth, allowed.into_iter());
+        }
+    }
+    Ok(found.into_iter().map(|(id, _)| id).collect())
 }
 
-/// The best `limit` live symbol matches over every segment, best first.
-fn symbol_matches(snapshot: &Snapshot, query: &SymbolQuery, limit: usize) -> Vec<SymbolMatch> {
+/// The best `limit` symbol matches over every segment that `keep` accepts
+/// (live chunks only), best first.
+fn symbol_matches(
+    snapshot: &Snapshot,
+    query: &SymbolQuery,
+    limit: usize,
+    keep: &dyn Fn(u32) -> bool,
+) -> Vec<SymbolMatch> {
     if query.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let is_live = |id: u32| snapshot.is_live(id);
     let mut matches: Vec<SymbolMatch> = Vec::new();
     for segment in &snapshot.segments {
-        segment.symbols.search(query, &is_live, limit, &mut matches);
+        segment.symbols.search(query, keep, limit, &mut matches);
     }
     merge_matches(&mut matches, limit);
     matches
@@ -367,12 +523,19 @@ struct SymbolBranch {
     exact: rustc_hash::FxHashSet<u32>,
 }
 
-fn symbol_branch(snapshot: &Snapshot, query_text: &str, depth: usize) -> SymbolBranch {
+fn symbol_branch(
+    snapshot: &Snapshot,
+    query_text: &str,
+    depth: usize,
+    filter: &ChunkFilter<'_>,
+) -> SymbolBranch {
     // Exact matches rank first, so one search deep enough for both suffices.
+    let keep = |id: u32| filter.accepts(id);
     let matches = symbol_matches(
         snapshot,
         &SymbolQuery::parse(query_text, None),
         depth.max(64),
+        &keep,
     );
     SymbolBranch {
         // Subsequence matches of an identifier are mostly noise in a fused list.
@@ -399,6 +562,7 @@ fn lexical_branch(
     depth: usize,
     options: &SearchOptions,
     text: &mut dyn TextSource,
+    filter: &ChunkFilter<'_>,
 ) -> Vec<LexicalHit> {
     if query.is_empty() {
         return Vec::new();
@@ -414,18 +578,37 @@ fn lexical_branch(
                 .fold(0u64, |mask, i| mask | (1 << i))
         })
         .collect();
+    // The terms scored: the query's own, then (with stems on) words of the
+    // index that share a stem with a query word, each counting as that word.
+    let mut scored: Vec<ScoredTerm> = query.terms[..n_terms]
+        .iter()
+        .enumerate()
+        .map(|(bit, term)| ScoredTerm {
+            term: term.clone(),
+            bit,
+            weight: 1.0,
+        })
+        .collect();
+    if options.signals.stems {
+        let in_phrase = phrase_masks.iter().fold(0u64, |all, m| all | m);
+        for bit in 0..n_terms {
+            if in_phrase & (1 << bit) == 0 {
+                scored.extend(stem_variants(snapshot, &query.terms[..n_terms], bit));
+            }
+        }
+    }
     // Global document frequency of each term, over all segments.
     let ordinals: Vec<Vec<Option<usize>>> = snapshot
         .segments
         .iter()
         .map(|s| {
-            query.terms[..n_terms]
+            scored
                 .iter()
-                .map(|t| s.lexical.term_ordinal(t))
+                .map(|t| s.lexical.term_ordinal(&t.term))
                 .collect()
         })
         .collect();
-    let mut df = vec![0u64; n_terms];
+    let mut df = vec![0u64; scored.len()];
     for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
         for (i, ord) in ords.iter().enumerate() {
             if let Some(ord) = ord {
@@ -445,11 +628,11 @@ fn lexical_branch(
             acc.reset(segment.chunks.len());
             for (i, ord) in ords.iter().enumerate() {
                 if let Some(ord) = ord {
-                    let idf = snapshot.stats.idf(df[i]);
+                    let idf = snapshot.stats.idf(df[i]) * scored[i].weight;
                     score_term(
                         &segment.lexical,
                         *ord,
-                        i,
+                        scored[i].bit,
                         idf,
                         &snapshot.stats,
                         &snapshot.bm25,
@@ -465,7 +648,7 @@ fn lexical_branch(
                 let Some(chunk) = segment.chunks.get(doc as usize) else {
                     continue;
                 };
-                if !snapshot.is_live(chunk.chunk_id) {
+                if !snapshot.is_live(chunk.chunk_id) || !filter.accepts_in(segment, chunk) {
                     continue;
                 }
                 top.push(Candidate {
@@ -481,7 +664,6 @@ fn lexical_branch(
             .into_iter()
             .map(|c| LexicalHit {
                 chunk_id: c.chunk_id,
-                score: c.score,
                 phrase: false,
             })
             .collect();
@@ -498,7 +680,6 @@ fn lexical_branch(
             });
             LexicalHit {
                 chunk_id: c.chunk_id,
-                score: c.score,
                 phrase,
             }
         })
@@ -507,6 +688,55 @@ fn lexical_branch(
     hits.sort_by_key(|h| !h.phrase);
     hits.truncate(depth);
     hits
+}
+
+/// One term the lexical branch scores.
+struct ScoredTerm {
+    term: String,
+    /// The query word it stands for (its bit in the match mask).
+    bit: usize,
+    /// Multiplies the term's idf.
+    weight: f32,
+}
+
+/// How much a stem variant counts next to the word as typed.
+const STEM_VARIANT_WEIGHT: f32 = 0.7;
+/// Most variants added per query word.
+const MAX_STEM_VARIANTS: usize = 8;
+
+/// Index words sharing query word `bit`'s stem (`retries`, `retrying` for
+/// `retry`), not already query words.
+fn stem_variants(snapshot: &Snapshot, terms: &[String], bit: usize) -> Vec<ScoredTerm> {
+    let word = &terms[bit];
+    if word.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    let root = stem(word);
+    let mut variants: Vec<String> = Vec::new();
+    for segment in &snapshot.segments {
+        let found = segment
+            .lexical
+            .terms_with_prefix(&root, MAX_STEM_VARIANTS, |t| {
+                t.len() <= root.len() + 4
+                    && t.bytes().all(|b| b.is_ascii_lowercase())
+                    && stem(t) == root
+            });
+        for term in found {
+            if !terms.contains(&term) && !variants.contains(&term) {
+                variants.push(term);
+            }
+        }
+    }
+    variants.sort();
+    variants.truncate(MAX_STEM_VARIANTS);
+    variants
+        .into_iter()
+        .map(|term| ScoredTerm {
+            term,
+            bit,
+            weight: STEM_VARIANT_WEIGHT,
+        })
+        .collect()
 }
 
 fn make_hit(
@@ -596,22 +826,28 @@ pub fn find_symbols(
     kind: Option<ChunkKind>,
     limit: usize,
 ) -> Vec<SymbolHit> {
-    symbol_matches(snapshot, &SymbolQuery::parse(query_text, kind), limit)
-        .iter()
-        .filter_map(|m| {
-            let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
-            Some(SymbolHit {
-                path: segment.path_of(chunk).to_string(),
-                start_line: chunk.start_line,
-                end_line: chunk.end_line,
-                name: chunk.name.to_string(),
-                qualified_name: chunk.qualified_name.to_string(),
-                kind: chunk.kind.name(),
-                language: chunk.language.name(),
-                tier: tier_name(m.tier),
-            })
+    let is_live = |id: u32| snapshot.is_live(id);
+    symbol_matches(
+        snapshot,
+        &SymbolQuery::parse(query_text, kind),
+        limit,
+        &is_live,
+    )
+    .iter()
+    .filter_map(|m| {
+        let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
+        Some(SymbolHit {
+            path: segment.path_of(chunk).to_string(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            name: chunk.name.to_string(),
+            qualified_name: chunk.qualified_name.to_string(),
+            kind: chunk.kind.name(),
+            language: chunk.language.name(),
+            tier: tier_name(m.tier),
         })
-        .collect()
+    })
+    .collect()
 }
 
 fn tier_name(tier: MatchTier) -> &'static str {

@@ -259,7 +259,23 @@ pub fn chunk_text(
     };
     let max_chars = token_budget.saturating_mul(8);
     let body = source_without_children(segment, position, file_text, max_chars);
-    let head = format!("{} ({})", chunk.qualified_name, chunk.kind.name());
+    // The name's words spelled out (`Node::find_input` -> "node find
+    // input"): the model's vocabulary splits joined identifiers badly.
+    let mut words = String::new();
+    let name = &*chunk.qualified_name;
+    for part in name.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        crate::lexical::tokenize::split_parts(part, &mut |start, end| {
+            if !words.is_empty() {
+                words.push(' ');
+            }
+            words.push_str(&part[start..end].to_lowercase());
+        });
+    }
+    let head = if words.is_empty() || words == name {
+        format!("{} ({})", chunk.qualified_name, chunk.kind.name())
+    } else {
+        format!("{} ({}): {words}", chunk.qualified_name, chunk.kind.name())
+    };
     ChunkText {
         text: format!("{head} {}\n{body}", segment.path_of(chunk)),
         cache_text: format!("{head}\n{body}"),

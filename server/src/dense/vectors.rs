@@ -155,6 +155,37 @@ impl VectorIndex {
         }
     }
 
+    /// The `k` nearest of `candidates` by exact cosine similarity, best
+    /// first (ties on chunk id). For filtered queries whose filter leaves few
+    /// chunks, where the graph search may stop short of `k`. Candidates
+    /// without a vector are skipped.
+    pub fn exact_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        candidates: impl Iterator<Item = u32>,
+    ) -> Vec<(u32, f32)> {
+        if query.len() != self.dim || k == 0 {
+            return Vec::new();
+        }
+        let index = self.read();
+        let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        let mut buf = vec![0f32; self.dim];
+        let mut scored: Vec<(u32, f32)> = Vec::new();
+        for id in candidates {
+            let key = u64::from(id);
+            if !index.contains(key) || !matches!(index.get(key, &mut buf), Ok(n) if n > 0) {
+                continue;
+            }
+            let dot: f32 = buf.iter().zip(query).map(|(a, b)| a * b).sum();
+            let len = buf.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            scored.push((id, dot / (norm * len)));
+        }
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(k);
+        scored
+    }
+
     /// The `k` nearest chunk ids accepted by `keep`, with cosine similarity.
     pub fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(u32) -> bool) -> Vec<(u32, f32)> {
         if query.len() != self.dim || k == 0 {

@@ -290,6 +290,33 @@ impl LexicalSegment {
         self.terms.get(term).map(|o| o as usize)
     }
 
+    /// Up to `limit` terms that start with `prefix` and satisfy `keep`, in
+    /// byte order, looking at no more than `limit * 64` candidates.
+    pub fn terms_with_prefix(
+        &self,
+        prefix: &str,
+        limit: usize,
+        keep: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        use fst::{Automaton, IntoStreamer, Streamer};
+        let matcher = fst::automaton::Str::new(prefix).starts_with();
+        let mut stream = self.terms.search(matcher).into_stream();
+        let mut found = Vec::new();
+        let mut seen = 0;
+        while let Some((term, _)) = stream.next() {
+            seen += 1;
+            if found.len() >= limit || seen > limit * 64 {
+                break;
+            }
+            if let Ok(term) = std::str::from_utf8(term) {
+                if keep(term) {
+                    found.push(term.to_string());
+                }
+            }
+        }
+        found
+    }
+
     pub fn df(&self, ordinal: usize) -> u32 {
         self.df.get(ordinal).copied().unwrap_or(0)
     }

@@ -6,6 +6,8 @@
 //! lexical and symbol query lists. Prints numbers; asserts nothing.
 //! Never: run as part of the test suite's pass/fail decisions.
 
+pub mod quality;
+
 use crate::index::{Index, IndexConfig};
 use crate::search::{find_symbols, search, DiskText, SearchOptions};
 use serde::Serialize;
@@ -194,7 +196,7 @@ fn peak_rss_mb() -> f64 {
 
 /// Copies regular files under `src` to `dst`, skipping `.git`, `target`
 /// and symlinks. Returns the number of bytes copied.
-fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<u64> {
+pub(crate) fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<u64> {
     std::fs::create_dir_all(dst)?;
     let mut bytes = 0;
     for entry in std::fs::read_dir(src)? {

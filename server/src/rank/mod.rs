@@ -9,6 +9,8 @@
 //! is deterministic; every fused hit remembers its rank in each branch.
 //! Never: look at text, scores of individual branches or the index.
 
+pub mod signals;
+
 use serde::Serialize;
 
 /// A query branch.

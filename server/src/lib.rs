@@ -11,6 +11,7 @@ pub mod dense;
 pub mod filter;
 pub mod index;
 pub mod lexical;
+pub mod lsp;
 pub mod rank;
 pub mod search;
 pub mod symbols;

@@ -149,6 +149,8 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Run the language server on stdin/stdout (LSP 3.17).
+    Lsp,
     /// Show what the index holds, from its last committed state.
     Status {
         #[arg(long, default_value = ".")]
@@ -240,6 +242,20 @@ fn pin_compute_threads(cli: &Cli) {
     std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
 }
 
+/// `quarry lsp`: the language server on stdin/stdout.
+fn run_lsp() -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(quarry::lsp::run_stdio());
+    // Blocking index jobs still running after `exit` are abandoned: every
+    // index write is atomic.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    Ok(())
+}
+
 fn open(root: PathBuf, common: &CommonArgs) -> Result<Index> {
     let config = IndexConfig {
         cache_dir: common.cache_dir.clone(),
@@ -282,6 +298,11 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if let Command::Lsp = cli.command {
+        // Before anything takes the stdout lock: the server writes to
+        // stdout from its own threads.
+        return run_lsp();
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
@@ -422,6 +443,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Lsp => run_lsp()?,
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;
             let engine = dense_engine(&common, false);

@@ -87,7 +87,7 @@ impl Default for SearchOptions {
 }
 
 /// Where the current text of a file comes from: the disk, or an editor's
-/// open buffer (later issues).
+/// open buffer.
 pub trait TextSource {
     fn text(&mut self, path: &str) -> Option<&str>;
 }
@@ -104,6 +104,14 @@ impl DiskText {
             root: root.into(),
             cache: FxHashMap::default(),
         }
+    }
+}
+
+impl DiskText {
+    /// Uses `text` as the current text of `path` (an editor's open buffer)
+    /// instead of reading the file.
+    pub fn set_text(&mut self, path: &str, text: String) {
+        self.cache.insert(path.to_string(), Some(text));
     }
 }
 

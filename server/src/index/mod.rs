@@ -77,6 +77,12 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> IndexError + '_ {
     }
 }
 
+/// Unsaved editor texts by root-relative path, indexed in place of the disk.
+type Buffers = rustc_hash::FxHashMap<String, String>;
+
+/// The modification time recorded for a file indexed from an editor buffer.
+pub const BUFFER_MTIME: u64 = 0;
+
 #[derive(Clone, Debug)]
 pub struct IndexConfig {
     pub root: PathBuf,
@@ -352,7 +358,14 @@ impl Index {
             .collect();
         stats.files_scanned = outcome.files.len() as u64;
         drop(present);
-        self.apply(&mut state, changed, removed, &mut stats, progress)?;
+        self.apply(
+            &mut state,
+            changed,
+            removed,
+            &Buffers::default(),
+            &mut stats,
+            progress,
+        )?;
         stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(stats)
     }
@@ -401,7 +414,56 @@ impl Index {
                 }
             }
         }
-        self.apply(&mut state, changed, removed, &mut stats, &|_| {})?;
+        self.apply(
+            &mut state,
+            changed,
+            removed,
+            &Buffers::default(),
+            &mut stats,
+            &|_| {},
+        )?;
+        stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(stats)
+    }
+
+    /// Indexes editors' unsaved texts in place of the files on disk: each
+    /// `(path, text)` is chunked and indexed as if the file held `text`.
+    /// Its row records modification time 0 (`BUFFER_MTIME`), which no file
+    /// on disk has, so the next `update_paths` or `refresh` of that path
+    /// reads the disk again (and keeps the chunks if the text is the same).
+    /// Paths outside the root or of no known language are ignored.
+    pub fn update_buffers(&self, buffers: &[(PathBuf, String)]) -> Result<UpdateStats, IndexError> {
+        let started = Instant::now();
+        let mut stats = UpdateStats::default();
+        if !self.is_writer() {
+            return Ok(stats);
+        }
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = Vec::new();
+        let mut texts = Buffers::default();
+        for (path, text) in buffers {
+            let abs_path = if path.is_absolute() {
+                path.clone()
+            } else {
+                self.root.join(path)
+            };
+            let Some(rel_path) = walk::relative_path(&self.root, &abs_path) else {
+                continue;
+            };
+            let Some(language) = crate::chunk::detect_language(Path::new(&rel_path)) else {
+                continue;
+            };
+            stats.files_scanned += 1;
+            changed.push(WalkEntry {
+                rel_path: rel_path.clone(),
+                abs_path,
+                language,
+                size: text.len() as u64,
+                mtime_ns: BUFFER_MTIME,
+            });
+            texts.insert(rel_path, text.clone());
+        }
+        self.apply(&mut state, changed, Vec::new(), &texts, &mut stats, &|_| {})?;
         stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(stats)
     }
@@ -413,13 +475,14 @@ impl Index {
         state: &mut WriterState,
         changed: Vec<WalkEntry>,
         removed: Vec<String>,
+        buffers: &Buffers,
         stats: &mut UpdateStats,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<(), IndexError> {
         if changed.is_empty() && removed.is_empty() {
             return Ok(());
         }
-        let builders = self.build(state, &changed, stats, progress);
+        let builders = self.build(state, &changed, buffers, stats, progress);
         let mut manifest = state.manifest.clone();
         // Ids are handed out in order; freezing and writing run in parallel.
         let mut plan = Vec::with_capacity(builders.len());
@@ -648,6 +711,7 @@ impl Index {
         &self,
         state: &WriterState,
         changed: &[WalkEntry],
+        buffers: &Buffers,
         stats: &mut UpdateStats,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Vec<SegmentBuilder> {
@@ -665,7 +729,7 @@ impl Index {
         let next = AtomicUsize::new(0);
         let done = AtomicU64::new(0);
         let total = changed.len() as u64;
-        let work = || self.build_worker(state, changed, &next, &done, total, progress);
+        let work = || self.build_worker(state, changed, buffers, &next, &done, total, progress);
         let results: Vec<(SegmentBuilder, UpdateStats)> = if n_workers == 1 {
             vec![work()]
         } else {
@@ -684,10 +748,12 @@ impl Index {
         builders
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn build_worker(
         &self,
         state: &WriterState,
         entries: &[WalkEntry],
+        buffers: &Buffers,
         next: &AtomicUsize,
         done: &AtomicU64,
         total: u64,
@@ -700,7 +766,13 @@ impl Index {
             if previous.is_none() {
                 stats.files_added += 1;
             }
-            self.build_file(entry, previous, &mut builder, &mut stats);
+            self.build_file(
+                entry,
+                buffers.get(&entry.rel_path),
+                previous,
+                &mut builder,
+                &mut stats,
+            );
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_multiple_of(64) || n == total {
                 progress(Progress { done: n, total });
@@ -709,9 +781,12 @@ impl Index {
         (builder, stats)
     }
 
+    /// Indexes one file: its text on disk, or `buffer` (an editor's unsaved
+    /// text) when given.
     fn build_file(
         &self,
         entry: &WalkEntry,
+        buffer: Option<&String>,
         previous: Option<&FileRow>,
         builder: &mut SegmentBuilder,
         stats: &mut UpdateStats,
@@ -729,7 +804,11 @@ impl Index {
             stats.files_skipped += 1;
             return skip(builder, [0; 32], SkipReason::TooLarge);
         }
-        let bytes = match std::fs::read(&entry.abs_path) {
+        let read = match buffer {
+            Some(text) => Ok(text.clone().into_bytes()),
+            None => std::fs::read(&entry.abs_path),
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(_) => {
                 stats.files_skipped += 1;

@@ -1,0 +1,1027 @@
+//! `quarry lsp`: the language server. Speaks LSP over stdio with
+//! tower-lsp-server on tokio and serves the whole engine to an editor.
+//!
+//! Owns: workspace folders (one `Index` each, opened from the persistent
+//! cache), the overlay of open buffers, background indexing with
+//! `$/progress`, the file watcher, and the requests: `workspace/symbol`,
+//! `quarry/search`, `quarry/status` and the `quarry.reindex` command.
+//!
+//! Invariants: the message loop never waits on indexing: index work runs on
+//! blocking threads, one job per folder at a time, and requests read the
+//! last published snapshot. Every hit's range and snippet come from the
+//! text as it is now: the open buffer (the symbol re-located by re-parsing
+//! it; dropped if gone) or the file on disk. Logs go to stderr and
+//! `window/logMessage`, never stdout.
+//! Never: panic on client input; block a request behind the writer.
+
+pub mod overlay;
+pub mod settings;
+
+use crate::chunk::{chunk_file, detect_language, ChunkKind};
+use crate::dense::{DenseConfig, DenseEngine};
+use crate::filter::Filter;
+use crate::index::{Index, IndexConfig};
+use crate::rank::FuseConfig;
+use crate::search::{find_symbols, search_with, snippet, DiskText, Hit, SearchOptions};
+use overlay::Overlay;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use settings::Settings;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+
+/// The command that rebuilds every folder's index.
+pub const REINDEX_COMMAND: &str = "quarry.reindex";
+
+/// Runs the server on stdin/stdout until the client exits.
+pub async fn run_stdio() {
+    let (service, socket) = LspService::build(Backend::new)
+        .custom_method("quarry/search", Backend::quarry_search)
+        .custom_method("quarry/status", Backend::quarry_status)
+        .finish();
+    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+        .serve(service)
+        .await;
+}
+
+/// One workspace folder and its index.
+struct Folder {
+    root: PathBuf,
+    /// Opened in the background after `initialized`.
+    index: RwLock<Option<Arc<Index>>>,
+    /// One index job at a time per folder.
+    busy: tokio::sync::Mutex<()>,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Folder {
+    fn index(&self) -> Option<Arc<Index>> {
+        self.index.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set_error(&self, error: Option<String>) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+    }
+}
+
+/// Work waiting for the update loop.
+#[derive(Default)]
+struct Pending {
+    /// Files changed on disk (saved, watched, or reported by the client).
+    paths: BTreeSet<PathBuf>,
+    /// Open buffers whose unsaved text should be indexed.
+    buffers: BTreeSet<PathBuf>,
+    /// Folders to walk in full (new folders, `quarry.reindex`).
+    walks: BTreeSet<PathBuf>,
+}
+
+struct State {
+    client: Client,
+    settings: RwLock<Settings>,
+    folders: RwLock<Vec<Arc<Folder>>>,
+    overlay: Overlay,
+    engine: RwLock<Option<Arc<DenseEngine>>>,
+    pending: Mutex<Pending>,
+    wake: Notify,
+    progress_supported: AtomicBool,
+    next_token: AtomicU64,
+    shutting_down: AtomicBool,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+}
+
+pub struct Backend {
+    state: Arc<State>,
+}
+
+fn log(message: &str) {
+    eprintln!("quarry: {message}");
+}
+
+impl Backend {
+    fn new(client: Client) -> Backend {
+        Backend {
+            state: Arc::new(State {
+                client,
+                settings: RwLock::new(Settings::default()),
+                folders: RwLock::new(Vec::new()),
+                overlay: Overlay::default(),
+                engine: RwLock::new(None),
+                pending: Mutex::new(Pending::default()),
+                wake: Notify::new(),
+                progress_supported: AtomicBool::new(false),
+                next_token: AtomicU64::new(1),
+                shutting_down: AtomicBool::new(false),
+                watcher: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+impl State {
+    fn settings(&self) -> Settings {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn folders(&self) -> Vec<Arc<Folder>> {
+        self.folders
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn engine(&self) -> Option<Arc<DenseEngine>> {
+        self.engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The folder holding `path` (the innermost, for nested roots).
+    fn folder_of(&self, path: &Path) -> Option<Arc<Folder>> {
+        self.folders()
+            .into_iter()
+            .filter(|f| path.starts_with(&f.root))
+            .max_by_key(|f| f.root.as_os_str().len())
+    }
+
+    async fn log(&self, typ: MessageType, message: String) {
+        log(&message);
+        self.client.log_message(typ, message).await;
+    }
+
+    fn queue(&self, f: impl FnOnce(&mut Pending)) {
+        f(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        self.wake.notify_one();
+    }
+
+    fn add_folder(&self, root: PathBuf) -> bool {
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let mut folders = self.folders.write().unwrap_or_else(|e| e.into_inner());
+        if folders.iter().any(|f| f.root == root) {
+            return false;
+        }
+        folders.push(Arc::new(Folder {
+            root: root.clone(),
+            index: RwLock::new(None),
+            busy: tokio::sync::Mutex::new(()),
+            last_error: Mutex::new(None),
+        }));
+        drop(folders);
+        if let Some(watcher) = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            use notify::Watcher;
+            if let Err(e) = watcher.watch(&root, notify::RecursiveMode::Recursive) {
+                log(&format!("cannot watch {}: {e}", root.display()));
+            }
+        }
+        self.queue(|p| {
+            p.walks.insert(root);
+        });
+        true
+    }
+
+    fn remove_folder(&self, root: &Path) {
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        self.folders
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|f| f.root != root);
+        if let Some(watcher) = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            use notify::Watcher;
+            let _ = watcher.unwatch(&root);
+        }
+    }
+
+    /// Starts a `$/progress` stream if the client supports it.
+    async fn progress(&self, title: &str) -> Option<Progress> {
+        if !self.progress_supported.load(Ordering::Relaxed) {
+            return None;
+        }
+        let token = NumberOrString::String(format!(
+            "quarry/{}",
+            self.next_token.fetch_add(1, Ordering::Relaxed)
+        ));
+        if self
+            .client
+            .create_work_done_progress(token.clone())
+            .await
+            .is_err()
+        {
+            return None;
+        }
+        let progress = self
+            .client
+            .progress(token, title.to_string())
+            .with_percentage(0)
+            .begin()
+            .await;
+        Some(progress)
+    }
+}
+
+type Progress =
+    tower_lsp_server::OngoingProgress<tower_lsp_server::Bounded, tower_lsp_server::NotCancellable>;
+
+/// Reports `done`/`total` on `progress` every 200 ms while `job` runs on a
+/// blocking thread.
+async fn with_progress<T: Send + 'static>(
+    progress: Option<&Progress>,
+    what: &'static str,
+    counter: Arc<(AtomicU64, AtomicU64)>,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let mut task = tokio::task::spawn_blocking(job);
+    loop {
+        tokio::select! {
+            result = &mut task => return result.ok(),
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                if let Some(progress) = progress {
+                    let done = counter.0.load(Ordering::Relaxed);
+                    let total = counter.1.load(Ordering::Relaxed);
+                    let pct = (done * 100).checked_div(total).map_or(0, |p| p.min(100) as u32);
+                    progress
+                        .report_with_message(format!("{what} {done}/{total}"), pct)
+                        .await;
+                }
+            }
+        }
+    }
+}
+
+/// The update loop: waits for work, lets changes settle for the debounce
+/// interval, then runs it folder by folder on blocking threads.
+async fn update_loop(state: Arc<State>) {
+    loop {
+        state.wake.notified().await;
+        if state.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let debounce = state.settings().debounce_ms;
+        tokio::time::sleep(Duration::from_millis(debounce)).await;
+        let work = std::mem::take(&mut *state.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        for folder in state.folders() {
+            let walk = work.walks.contains(&folder.root) || folder.index().is_none();
+            let paths: Vec<PathBuf> = work
+                .paths
+                .iter()
+                .filter(|p| state.folder_of(p).is_some_and(|f| Arc::ptr_eq(&f, &folder)))
+                .cloned()
+                .collect();
+            let buffers: Vec<PathBuf> = work
+                .buffers
+                .iter()
+                .filter(|p| state.folder_of(p).is_some_and(|f| Arc::ptr_eq(&f, &folder)))
+                .cloned()
+                .collect();
+            if !walk && paths.is_empty() && buffers.is_empty() {
+                continue;
+            }
+            let _busy = folder.busy.lock().await;
+            if walk {
+                index_folder(&state, &folder).await;
+            } else {
+                update_folder(&state, &folder, paths, buffers).await;
+            }
+        }
+    }
+}
+
+/// Opens (or re-walks) a folder's index with progress, then embeds.
+async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
+    let progress = state.progress("Quarry: indexing").await;
+    let counter = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+    // Open the persistent index first: requests are answered from its last
+    // committed state while the walk runs.
+    if folder.index().is_none() {
+        let root = folder.root.clone();
+        let opened =
+            tokio::task::spawn_blocking(move || Index::open(IndexConfig::new(&root))).await;
+        match opened {
+            Ok(Ok(index)) => {
+                for note in index.take_notes() {
+                    state.log(MessageType::INFO, note).await;
+                }
+                *folder.index.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(index));
+            }
+            Ok(Err(e)) => {
+                folder.set_error(Some(e.to_string()));
+                state
+                    .log(
+                        MessageType::ERROR,
+                        format!("opening the index of {}: {e}", folder.root.display()),
+                    )
+                    .await;
+                if let Some(progress) = progress {
+                    progress.finish_with_message(format!("failed: {e}")).await;
+                }
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+    let Some(index) = folder.index() else { return };
+    let job_index = index.clone();
+    let job_counter = counter.clone();
+    let result = with_progress(progress.as_ref(), "files", counter.clone(), move || {
+        job_index
+            .refresh(&|p| {
+                job_counter.0.store(p.done, Ordering::Relaxed);
+                job_counter.1.store(p.total, Ordering::Relaxed);
+            })
+            .map_err(|e| e.to_string())
+    })
+    .await;
+    match result {
+        Some(Ok(_)) => {
+            folder.set_error(None);
+            reapply_buffers(state, folder, &index).await;
+            let (_, total) = index.snapshot().coverage();
+            state
+                .log(
+                    MessageType::INFO,
+                    format!("indexed {} ({total} chunks)", folder.root.display()),
+                )
+                .await;
+            embed(state, folder, &index, &[], progress.as_ref()).await;
+        }
+        Some(Err(e)) => {
+            folder.set_error(Some(e.clone()));
+            state
+                .log(
+                    MessageType::ERROR,
+                    format!("indexing {}: {e}", folder.root.display()),
+                )
+                .await;
+        }
+        None => folder.set_error(Some("indexing stopped unexpectedly".into())),
+    }
+    if let Some(progress) = progress {
+        progress.finish_with_message("done").await;
+    }
+}
+
+/// Reindexes changed files, then open buffers' unsaved text, then embeds
+/// what changed.
+async fn update_folder(
+    state: &Arc<State>,
+    folder: &Arc<Folder>,
+    paths: Vec<PathBuf>,
+    buffers: Vec<PathBuf>,
+) {
+    let Some(index) = folder.index() else {
+        return;
+    };
+    if !paths.is_empty() {
+        let job_index = index.clone();
+        let job_paths = paths.clone();
+        let result = tokio::task::spawn_blocking(move || job_index.update_paths(&job_paths)).await;
+        match result {
+            Ok(Ok(_)) => folder.set_error(None),
+            Ok(Err(e)) => {
+                folder.set_error(Some(e.to_string()));
+                state
+                    .log(MessageType::ERROR, format!("updating the index: {e}"))
+                    .await;
+            }
+            Err(_) => folder.set_error(Some("index update stopped unexpectedly".into())),
+        }
+    }
+    // Disk updates replace buffer rows: index every dirty buffer again.
+    let _ = buffers;
+    reapply_buffers(state, folder, &index).await;
+    let priority: Vec<String> = paths
+        .iter()
+        .filter_map(|p| crate::walk::relative_path(&folder.root, p))
+        .collect();
+    if !priority.is_empty() {
+        embed(state, folder, &index, &priority, None).await;
+    }
+}
+
+/// Indexes the unsaved text of every dirty open buffer under the folder.
+async fn reapply_buffers(state: &Arc<State>, folder: &Arc<Folder>, index: &Arc<Index>) {
+    let dirty = state.overlay.dirty_under(&folder.root);
+    if dirty.is_empty() {
+        return;
+    }
+    let index = index.clone();
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || index.update_buffers(&dirty)).await {
+        state
+            .log(MessageType::ERROR, format!("indexing open buffers: {e}"))
+            .await;
+    }
+}
+
+/// Loads the model once (unless lexical-only), then embeds what lacks a
+/// vector, `priority` paths first, in rounds so shutdown can stop it.
+async fn embed(
+    state: &Arc<State>,
+    folder: &Arc<Folder>,
+    index: &Arc<Index>,
+    priority: &[String],
+    progress: Option<&Progress>,
+) {
+    let settings = state.settings();
+    if settings.lexical_only {
+        return;
+    }
+    let engine = match state.engine() {
+        Some(engine) => engine,
+        None => {
+            let model_dir = settings.model_path.clone();
+            let loaded = tokio::task::spawn_blocking(move || {
+                Arc::new(DenseEngine::load(DenseConfig {
+                    model_dir,
+                    ..DenseConfig::default()
+                }))
+            })
+            .await;
+            let Ok(engine) = loaded else { return };
+            match engine.unavailable_reason() {
+                Some(reason) => {
+                    state
+                        .log(
+                            MessageType::WARNING,
+                            format!("lexical-only search: {reason}"),
+                        )
+                        .await
+                }
+                None => {
+                    state
+                        .log(
+                            MessageType::INFO,
+                            format!("embedding model {}", engine.model_id().unwrap_or("")),
+                        )
+                        .await
+                }
+            }
+            *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(engine.clone());
+            engine
+        }
+    };
+    if engine.unavailable_reason().is_some() {
+        return;
+    }
+    let attach_index = index.clone();
+    let attach_engine = engine.clone();
+    if let Ok(Err(e)) =
+        tokio::task::spawn_blocking(move || attach_index.attach_dense(&attach_engine)).await
+    {
+        folder.set_error(Some(e.to_string()));
+        return;
+    }
+    const ROUND: usize = 256;
+    loop {
+        if state.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let counter = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let (embedded, total) = index.snapshot().coverage();
+        counter.0.store(embedded, Ordering::Relaxed);
+        counter.1.store(total, Ordering::Relaxed);
+        let job_index = index.clone();
+        let job_engine = engine.clone();
+        let job_priority = priority.to_vec();
+        let result = with_progress(progress, "embedded", counter, move || {
+            job_index.embed_pending(&job_engine, &job_priority, Some(ROUND), &|_| {})
+        })
+        .await;
+        match result {
+            Some(Ok(stats)) => {
+                if let Some(error) = stats.error {
+                    folder.set_error(Some(format!("embedding: {error}")));
+                    return;
+                }
+                if stats.remaining == 0 || stats.embedded == 0 {
+                    return;
+                }
+            }
+            Some(Err(e)) => {
+                folder.set_error(Some(e.to_string()));
+                return;
+            }
+            None => return,
+        }
+    }
+}
+
+fn path_of(uri: &Uri) -> Option<PathBuf> {
+    uri.to_file_path().map(|p| p.into_owned())
+}
+
+fn symbol_kind(kind: &str) -> SymbolKind {
+    match ChunkKind::from_name(kind) {
+        Some(ChunkKind::Function) => SymbolKind::FUNCTION,
+        Some(ChunkKind::Method) => SymbolKind::METHOD,
+        Some(ChunkKind::Class) => SymbolKind::CLASS,
+        Some(ChunkKind::Struct) => SymbolKind::STRUCT,
+        Some(ChunkKind::Enum) => SymbolKind::ENUM,
+        Some(ChunkKind::Trait | ChunkKind::Interface) => SymbolKind::INTERFACE,
+        Some(ChunkKind::Impl) => SymbolKind::CLASS,
+        Some(ChunkKind::Module) => SymbolKind::MODULE,
+        Some(ChunkKind::Constant | ChunkKind::Static) => SymbolKind::CONSTANT,
+        Some(ChunkKind::Variable) => SymbolKind::VARIABLE,
+        Some(ChunkKind::TypeAlias) => SymbolKind::TYPE_PARAMETER,
+        Some(ChunkKind::Macro) => SymbolKind::FUNCTION,
+        Some(ChunkKind::Field) => SymbolKind::FIELD,
+        Some(ChunkKind::Section | ChunkKind::Lines) | None => SymbolKind::STRING,
+    }
+}
+
+/// Lines `start..=end` (1-based) as an LSP range: line starts, the end
+/// exclusive at the start of the next line.
+fn line_range(start_line: u32, end_line: u32) -> Range {
+    Range {
+        start: Position::new(start_line.saturating_sub(1), 0),
+        end: Position::new(end_line, 0),
+    }
+}
+
+/// `quarry/search` parameters.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchParams {
+    pub query: String,
+    pub limit: Option<usize>,
+    pub per_file_cap: Option<usize>,
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub languages: Vec<String>,
+    #[serde(default)]
+    pub kinds: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub uri: Uri,
+    pub range: Range,
+    pub symbol: String,
+    pub kind: &'static str,
+    pub language: &'static str,
+    pub score: f32,
+    pub sources: Vec<&'static str>,
+    pub snippet: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SearchResponse {
+    pub mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub coverage: Value,
+    pub hits: Vec<SearchHit>,
+}
+
+/// A hit re-located in an open buffer: the chunk of the same qualified name
+/// and kind nearest its indexed line, or `None` if the symbol is gone.
+fn relocate(hit: &Hit, text: &str, snippet_lines: usize) -> Option<(Range, String)> {
+    let language = detect_language(Path::new(&hit.path))?;
+    let chunks = chunk_file(&hit.path, text, language);
+    let chunk = chunks
+        .iter()
+        .filter(|c| c.qualified_name == hit.symbol && c.kind.name() == hit.kind)
+        .min_by_key(|c| c.start_line.abs_diff(hit.start_line))?;
+    let range = Range {
+        start: overlay::position(text, chunk.byte_start as usize),
+        end: overlay::position(text, chunk.byte_end as usize),
+    };
+    let snippet = snippet(text, chunk.start_line, chunk.end_line, snippet_lines);
+    Some((range, snippet))
+}
+
+impl Backend {
+    async fn quarry_search(&self, params: Value) -> RpcResult<SearchResponse> {
+        let params: SearchParams = serde_json::from_value(params)
+            .map_err(|e| RpcError::invalid_params(format!("quarry/search: {e}")))?;
+        let settings = self.state.settings();
+        let filter = Filter::new(
+            &params.paths,
+            &settings.exclude,
+            &params.languages,
+            &params.kinds,
+        )
+        .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let limit = params.limit.unwrap_or(settings.limit).clamp(1, 1000);
+        let options = SearchOptions {
+            limit,
+            per_file_cap: params.per_file_cap.unwrap_or(settings.per_file_cap),
+            fuse: FuseConfig {
+                k: settings.rrf_k,
+                depth: settings.depth,
+                ..FuseConfig::default()
+            },
+            filter,
+            ..SearchOptions::default()
+        };
+        let state = self.state.clone();
+        let query = params.query;
+        let response = tokio::task::spawn_blocking(move || search_all(&state, &query, &options))
+            .await
+            .map_err(|_| RpcError::internal_error())?;
+        Ok(response)
+    }
+
+    async fn quarry_status(&self) -> RpcResult<Value> {
+        let engine = self.state.engine();
+        let settings = self.state.settings();
+        let model = match (&engine, settings.lexical_only) {
+            (_, true) => json!({"id": null, "error": "lexical-only by setting"}),
+            (None, false) => json!({"id": null, "error": "not loaded yet"}),
+            (Some(e), false) => json!({"id": e.model_id(), "error": e.unavailable_reason()}),
+        };
+        let folders: Vec<Value> = self
+            .state
+            .folders()
+            .iter()
+            .map(|folder| {
+                let error = folder
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
+                match folder.index() {
+                    Some(index) => {
+                        let snapshot = index.snapshot();
+                        let (embedded, total) = snapshot.coverage();
+                        json!({
+                            "root": folder.root,
+                            "cacheDir": index.cache_dir(),
+                            "ready": true,
+                            "files": snapshot.summary.files_indexed,
+                            "chunks": total,
+                            "embedded": embedded,
+                            "skipped": snapshot.summary.skipped,
+                            "lastError": error,
+                        })
+                    }
+                    None => json!({"root": folder.root, "ready": false, "lastError": error}),
+                }
+            })
+            .collect();
+        let mode = match &engine {
+            Some(e) if !settings.lexical_only && e.unavailable_reason().is_none() => "hybrid",
+            _ => "lexical",
+        };
+        Ok(json!({"mode": mode, "model": model, "folders": folders}))
+    }
+}
+
+/// Runs a search over every folder and merges the hits by score.
+fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResponse {
+    let engine = state.engine();
+    let mut response = SearchResponse {
+        mode: "hybrid",
+        reason: None,
+        coverage: json!({"embedded": 0, "total": 0}),
+        hits: Vec::new(),
+    };
+    let (mut embedded, mut total) = (0u64, 0u64);
+    let mut any = false;
+    for folder in state.folders() {
+        let Some(index) = folder.index() else {
+            response.mode = "lexical";
+            response.reason = Some(format!("{} is still being indexed", folder.root.display()));
+            continue;
+        };
+        any = true;
+        let snapshot = index.snapshot();
+        let mut text = DiskText::new(&folder.root);
+        for path in state.overlay.paths() {
+            if let (Some(rel), Some(buffer)) = (
+                crate::walk::relative_path(&folder.root, &path),
+                state.overlay.get(&path),
+            ) {
+                text.set_text(&rel, buffer.text);
+            }
+        }
+        let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
+        if results.mode == "lexical" {
+            response.mode = "lexical";
+            if response.reason.is_none() {
+                response.reason = results.reason.clone();
+            }
+        }
+        embedded += results.coverage.embedded;
+        total += results.coverage.total;
+        for hit in results.hits {
+            let abs = folder.root.join(&hit.path);
+            let Some(uri) = Uri::from_file_path(&abs) else {
+                continue;
+            };
+            let (range, snippet) = match state.overlay.get(&abs) {
+                Some(buffer) => match relocate(&hit, &buffer.text, options.snippet_lines) {
+                    Some(found) => found,
+                    None => continue,
+                },
+                None => (
+                    line_range(hit.start_line, hit.end_line),
+                    hit.snippet.clone(),
+                ),
+            };
+            response.hits.push(SearchHit {
+                uri,
+                range,
+                symbol: hit.symbol,
+                kind: hit.kind,
+                language: hit.language,
+                score: hit.score,
+                sources: hit.sources,
+                snippet,
+            });
+        }
+    }
+    if !any && response.reason.is_none() {
+        response.mode = "lexical";
+        response.reason = Some("no workspace folder is open".into());
+    }
+    if engine.is_none() && response.mode == "hybrid" {
+        response.mode = "lexical";
+        response.reason = Some("the embedding model is not loaded yet".into());
+    }
+    // Several folders: best scores first (a stable sort keeps each
+    // folder's order among equal scores).
+    response.hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    response.hits.truncate(options.limit);
+    response.coverage = json!({"embedded": embedded, "total": total});
+    response
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> RpcResult<InitializeResult> {
+        let (settings, unknown) = Settings::from_options(params.initialization_options.as_ref())
+            .map_err(RpcError::invalid_params)?;
+        for key in unknown {
+            log(&format!(
+                "ignoring unknown initializationOptions key {key:?}"
+            ));
+        }
+        *self
+            .state
+            .settings
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = settings;
+        let progress = params
+            .capabilities
+            .window
+            .as_ref()
+            .and_then(|w| w.work_done_progress)
+            .unwrap_or(false);
+        self.state
+            .progress_supported
+            .store(progress, Ordering::Relaxed);
+
+        let mut roots: Vec<PathBuf> = params
+            .workspace_folders
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|f| path_of(&f.uri))
+            .collect();
+        #[allow(deprecated)]
+        if roots.is_empty() {
+            if let Some(root) = params.root_uri.as_ref().and_then(path_of) {
+                roots.push(root);
+            }
+        }
+        // The watcher feeds changed paths into the update loop.
+        let state = self.state.clone();
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            if matches!(event.kind, notify::EventKind::Access(_)) {
+                return;
+            }
+            let paths: Vec<PathBuf> = event
+                .paths
+                .into_iter()
+                .filter(|p| !p.components().any(|c| c.as_os_str() == ".git"))
+                .collect();
+            if !paths.is_empty() {
+                state.queue(|p| p.paths.extend(paths));
+            }
+        });
+        match watcher {
+            Ok(w) => *self.state.watcher.lock().unwrap_or_else(|e| e.into_inner()) = Some(w),
+            Err(e) => log(&format!("file watching is off: {e}")),
+        }
+        for root in roots {
+            self.state.add_folder(root);
+        }
+        tokio::spawn(update_loop(self.state.clone()));
+
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo {
+                name: "quarry".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            capabilities: ServerCapabilities {
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::INCREMENTAL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(false),
+                        })),
+                        ..TextDocumentSyncOptions::default()
+                    },
+                )),
+                workspace_symbol_provider: Some(OneOf::Left(true)),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: vec![REINDEX_COMMAND.into()],
+                    ..ExecuteCommandOptions::default()
+                }),
+                workspace: Some(WorkspaceServerCapabilities {
+                    workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                        supported: Some(true),
+                        change_notifications: Some(OneOf::Left(true)),
+                    }),
+                    file_operations: None,
+                }),
+                ..ServerCapabilities::default()
+            },
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let registration = Registration {
+            id: "quarry-watched-files".into(),
+            method: "workspace/didChangeWatchedFiles".into(),
+            register_options: Some(json!({"watchers": [{"globPattern": "**/*"}]})),
+        };
+        // Clients without dynamic registration refuse; the watcher still runs.
+        let _ = self
+            .state
+            .client
+            .register_capability(vec![registration])
+            .await;
+        self.state
+            .log(MessageType::INFO, "quarry language server started".into())
+            .await;
+    }
+
+    async fn shutdown(&self) -> RpcResult<()> {
+        self.state.shutting_down.store(true, Ordering::Relaxed);
+        self.state.wake.notify_one();
+        // Wait for each folder's running job: index writes are atomic and
+        // vectors are saved at the end of each embedding round.
+        for folder in self.state.folders() {
+            let _ = folder.busy.lock().await;
+        }
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let doc = params.text_document;
+        if let Some(path) = path_of(&doc.uri) {
+            self.state.overlay.open(path, doc.text, doc.version);
+        }
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let doc = params.text_document;
+        if let Some(path) = path_of(&doc.uri) {
+            self.state
+                .overlay
+                .change(&path, doc.version, params.content_changes);
+            self.state.queue(|p| {
+                p.buffers.insert(path);
+            });
+        }
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        if let Some(path) = path_of(&params.text_document.uri) {
+            self.state.overlay.saved(&path, params.text);
+            self.state.queue(|p| {
+                p.paths.insert(path);
+            });
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        if let Some(path) = path_of(&params.text_document.uri) {
+            if self.state.overlay.close(&path).is_some_and(|b| b.dirty) {
+                // Closed without saving: the index goes back to the disk.
+                self.state.queue(|p| {
+                    p.paths.insert(path);
+                });
+            }
+        }
+    }
+
+    async fn did_change_watched_files(&self, params: DidChangeWatchedFilesParams) {
+        let paths: Vec<PathBuf> = params
+            .changes
+            .iter()
+            .filter_map(|c| path_of(&c.uri))
+            .collect();
+        self.state.queue(|p| p.paths.extend(paths));
+    }
+
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        for removed in &params.event.removed {
+            if let Some(root) = path_of(&removed.uri) {
+                self.state.remove_folder(&root);
+            }
+        }
+        for added in &params.event.added {
+            if let Some(root) = path_of(&added.uri) {
+                self.state.add_folder(root);
+            }
+        }
+    }
+
+    async fn symbol(
+        &self,
+        params: WorkspaceSymbolParams,
+    ) -> RpcResult<Option<WorkspaceSymbolResponse>> {
+        let limit = self.state.settings().max_symbols;
+        let state = self.state.clone();
+        let query = params.query;
+        let symbols = tokio::task::spawn_blocking(move || {
+            let mut out: Vec<(u8, SymbolInformation)> = Vec::new();
+            for folder in state.folders() {
+                let Some(index) = folder.index() else {
+                    continue;
+                };
+                let snapshot = index.snapshot();
+                for hit in find_symbols(&snapshot, &query, None, limit) {
+                    let Some(uri) = Uri::from_file_path(folder.root.join(&hit.path)) else {
+                        continue;
+                    };
+                    let tier = match hit.tier {
+                        "exact" => 0,
+                        "prefix" => 1,
+                        "fuzzy" => 2,
+                        _ => 3,
+                    };
+                    let container = hit
+                        .qualified_name
+                        .strip_suffix(hit.name.as_str())
+                        .map(|c| c.trim_end_matches([':', '.', '#']).to_string())
+                        .filter(|c| !c.is_empty());
+                    #[allow(deprecated)]
+                    out.push((
+                        tier,
+                        SymbolInformation {
+                            name: hit.name,
+                            kind: symbol_kind(hit.kind),
+                            tags: None,
+                            deprecated: None,
+                            location: Location {
+                                uri,
+                                range: line_range(hit.start_line, hit.end_line),
+                            },
+                            container_name: container,
+                        },
+                    ));
+                }
+            }
+            // Several folders: better tiers first, each folder's order kept.
+            out.sort_by_key(|(tier, _)| *tier);
+            out.truncate(limit);
+            out.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|_| RpcError::internal_error())?;
+        Ok(Some(WorkspaceSymbolResponse::Flat(symbols)))
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> RpcResult<Option<LSPAny>> {
+        if params.command != REINDEX_COMMAND {
+            return Err(RpcError::invalid_params(format!(
+                "unknown command {:?} (known: {REINDEX_COMMAND})",
+                params.command
+            )));
+        }
+        let roots: Vec<PathBuf> = self
+            .state
+            .folders()
+            .iter()
+            .map(|f| f.root.clone())
+            .collect();
+        let n = roots.len();
+        self.state.queue(|p| p.walks.extend(roots));
+        Ok(Some(json!({"reindexing": n})))
+    }
+}

@@ -1,0 +1,440 @@
+//! End-to-end: the real `quarry lsp` binary over stdio on a temp copy of
+//! the fixture repository. The client waits for each response before it
+//! sends the next message, answers the server's own requests, and records
+//! notifications ($/progress, window/logMessage).
+
+mod common;
+
+use common::Workspace;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    incoming: Receiver<Value>,
+    notifications: Vec<Value>,
+    next_id: i64,
+}
+
+fn read_message(reader: &mut impl BufRead) -> Option<Value> {
+    let mut length = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(n) = line.strip_prefix("Content-Length: ") {
+            length = n.parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; length?];
+    reader.read_exact(&mut body).ok()?;
+    serde_json::from_slice(&body).ok()
+}
+
+impl Client {
+    fn start(cache_home: &Path, model: Option<&Path>) -> Client {
+        let no_model = cache_home.join("no-model-here");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .arg("lsp")
+            .env("XDG_CACHE_HOME", cache_home)
+            .env("QUARRY_MODEL", model.unwrap_or(&no_model))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn quarry lsp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, incoming) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            while let Some(message) = read_message(&mut reader) {
+                if tx.send(message).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            child,
+            stdin,
+            incoming,
+            notifications: Vec::new(),
+            next_id: 1,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let body = serde_json::to_string(message).expect("json");
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Handles one incoming message that is not the awaited response.
+    fn handle(&mut self, message: Value) {
+        if message.get("method").is_some() && message.get("id").is_some() {
+            // A request from the server (progress token, registration).
+            let id = message["id"].clone();
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null}));
+        } else {
+            self.notifications.push(message);
+        }
+    }
+
+    fn next(&mut self, deadline: Instant) -> Value {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.incoming.recv_timeout(left) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => panic!("no message from the server in time"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
+        }
+    }
+
+    /// Sends a request and returns its whole response (result or error).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let message = self.next(deadline);
+            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
+                return message;
+            }
+            self.handle(message);
+        }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let response = self.call(method, params);
+        assert!(response.get("error").is_none(), "{method}: {response}");
+        response["result"].clone()
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Waits until a notification satisfies `pred`.
+    fn wait_notification(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(found) = self.notifications.iter().find(|n| pred(n)) {
+            return found.clone();
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let message = self.next(deadline);
+            let matched = message.get("id").is_none() && pred(&message);
+            self.handle(message.clone());
+            if matched {
+                return message;
+            }
+        }
+    }
+
+    /// Calls `method` until `pred` accepts the result.
+    fn poll(&mut self, method: &str, params: Value, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let result = self.result(method, params.clone());
+            if pred(&result) {
+                return result;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{method} never matched: {result}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+fn progress_kind(n: &Value) -> Option<&str> {
+    (n["method"] == "$/progress").then(|| n["params"]["value"]["kind"].as_str())?
+}
+
+fn has_symbol(result: &Value, name: &str) -> bool {
+    result
+        .as_array()
+        .is_some_and(|a| a.iter().any(|s| s["name"] == name))
+}
+
+fn hit_symbols(result: &Value) -> Vec<String> {
+    result["hits"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|h| h["symbol"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn start(ws: &Workspace) -> Client {
+    start_with(ws, None)
+}
+
+/// Starts a server on the fixture; `model` is the model directory (else
+/// none is found and search is lexical).
+fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
+    let mut client = Client::start(&ws.dir.path().join("xdg-cache"), model);
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    let init = client.result(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": null,
+            "capabilities": {"window": {"workDoneProgress": true}},
+            "workspaceFolders": [{"uri": uri(&root), "name": "fixture"}],
+            "initializationOptions": {"debounceMs": 30, "unknownKey": 1}
+        }),
+    );
+    assert_eq!(init["serverInfo"]["name"], "quarry");
+    assert_eq!(init["capabilities"]["workspaceSymbolProvider"], true);
+    client.notify("initialized", json!({}));
+    client
+}
+
+#[test]
+fn serves_symbols_search_buffers_saves_and_watched_files() {
+    let ws = Workspace::fixture();
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    let mut client = start(&ws);
+
+    // Indexing reports progress, begin then end.
+    client.wait_notification(|n| progress_kind(n) == Some("begin"));
+    client.wait_notification(|n| progress_kind(n) == Some("end"));
+
+    // workspace/symbol with containerName.
+    let symbols = client.result("workspace/symbol", json!({"query": "GraphStore::insert"}));
+    let first = &symbols[0];
+    assert_eq!(first["name"], "insert", "{symbols}");
+    assert_eq!(first["containerName"], "GraphStore");
+    assert!(first["location"]["uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("src/graph_store.rs"));
+    assert_eq!(first["location"]["range"]["start"]["line"], 53);
+
+    // quarry/search: lexical (no model), with the reason and coverage.
+    let found = client.result(
+        "quarry/search",
+        json!({"query": "GraphStore::insert", "limit": 5}),
+    );
+    assert_eq!(found["mode"], "lexical", "{found}");
+    assert!(found["reason"].is_string());
+    assert_eq!(found["hits"][0]["symbol"], "GraphStore::insert", "{found}");
+    assert!(found["hits"][0]["sources"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("exact")));
+    assert!(found["coverage"]["total"].as_u64().unwrap() > 0);
+    // Filters reach the branches.
+    let python = client.result(
+        "quarry/search",
+        json!({"query": "insert", "languages": ["python"], "limit": 5}),
+    );
+    assert!(python["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|h| h["language"] == "python"));
+
+    // Unsaved edits: found lexically, with the range from the buffer.
+    let file = root.join("src/graph_store.rs");
+    let disk_text = std::fs::read_to_string(&file).expect("read");
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(&file), "languageId": "rust", "version": 1, "text": disk_text}}),
+    );
+    let added = "\n/// Added in the editor only.\npub fn brand_new_unsaved_symbol() -> u32 { 7 }\n";
+    let lines = disk_text.lines().count() as u32;
+    client.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": {"uri": uri(&file), "version": 2},
+            "contentChanges": [{"range": {"start": {"line": lines, "character": 0}, "end": {"line": lines, "character": 0}}, "text": added}]
+        }),
+    );
+    let result = client.poll(
+        "quarry/search",
+        json!({"query": "brand_new_unsaved_symbol"}),
+        |r| hit_symbols(r).first().map(String::as_str) == Some("brand_new_unsaved_symbol"),
+    );
+    let hit = &result["hits"][0];
+    assert_eq!(hit["range"]["start"]["line"], lines + 1, "{hit}");
+    assert!(hit["snippet"]
+        .as_str()
+        .unwrap()
+        .contains("brand_new_unsaved_symbol"));
+
+    // Save: the disk now holds it; the index follows.
+    std::fs::write(&file, format!("{disk_text}{added}")).expect("write");
+    client.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri(&file)}}),
+    );
+    client.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": uri(&file)}}),
+    );
+    client.poll(
+        "workspace/symbol",
+        json!({"query": "brand_new_unsaved"}),
+        |r| has_symbol(r, "brand_new_unsaved_symbol"),
+    );
+
+    // A file written on disk by someone else: the watcher picks it up.
+    ws.write(
+        "src/written_outside.rs",
+        "pub fn watched_from_outside_symbol() {}\n",
+    );
+    client.poll(
+        "workspace/symbol",
+        json!({"query": "watched_from_outside"}),
+        |r| has_symbol(r, "watched_from_outside_symbol"),
+    );
+    // And a deleted one disappears.
+    std::fs::remove_file(ws.root().join("src/written_outside.rs")).expect("rm");
+    client.poll(
+        "workspace/symbol",
+        json!({"query": "watched_from_outside"}),
+        |r| !has_symbol(r, "watched_from_outside_symbol"),
+    );
+
+    // A second workspace folder, added at run time, then removed.
+    let other = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        other.path().join("extra.py"),
+        "def second_root_function():\n    return 2\n",
+    )
+    .expect("write");
+    let other_root = std::fs::canonicalize(other.path()).expect("root");
+    let folder = json!([{"uri": uri(&other_root), "name": "other"}]);
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": folder, "removed": []}}),
+    );
+    client.poll("workspace/symbol", json!({"query": "second_root"}), |r| {
+        has_symbol(r, "second_root_function")
+    });
+    client.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": [], "removed": folder}}),
+    );
+    client.poll("workspace/symbol", json!({"query": "second_root"}), |r| {
+        !has_symbol(r, "second_root_function")
+    });
+
+    // A malformed request gets an error; the server keeps serving.
+    let bad = client.call("quarry/search", json!({"query": 5}));
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("quarry/search"),
+        "{bad}"
+    );
+    let bad = client.call("quarry/search", json!({"query": "x", "paths": ["[oops"]}));
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bad path glob"),
+        "{bad}"
+    );
+    let unknown = client.call("workspace/executeCommand", json!({"command": "nope"}));
+    assert!(unknown.get("error").is_some());
+
+    let status = client.result("quarry/status", json!(null));
+    assert_eq!(status["mode"], "lexical");
+    let folder = &status["folders"][0];
+    assert!(folder["files"].as_u64().unwrap() > 10, "{status}");
+    assert!(folder["cacheDir"].as_str().unwrap().contains("xdg-cache"));
+
+    let reindex = client.result(
+        "workspace/executeCommand",
+        json!({"command": "quarry.reindex"}),
+    );
+    assert_eq!(reindex["reindexing"], 1);
+
+    // Shutdown and exit end the process cleanly.
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = client.child.try_wait().expect("wait") {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn bad_initialization_options_are_refused_clearly() {
+    let ws = Workspace::fixture();
+    let mut client = Client::start(&ws.dir.path().join("xdg-cache"), None);
+    let response = client.call(
+        "initialize",
+        json!({"processId": null, "rootUri": null, "capabilities": {}, "initializationOptions": {"perFileCap": "two"}}),
+    );
+    let message = response["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("perFileCap"), "{response}");
+    let _ = client.child.kill();
+}
+
+#[test]
+fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
+    let model = match quarry::dense::embed::locate_model(None) {
+        Ok(dir) => dir,
+        Err(e) => {
+            assert!(
+                std::env::var("QUARRY_REQUIRE_MODEL").as_deref() != Ok("1"),
+                "QUARRY_REQUIRE_MODEL=1 but the model is missing: {e}"
+            );
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let ws = Workspace::fixture();
+    let mut client = start_with(&ws, Some(&model));
+    let status = client.poll("quarry/status", json!(null), |s| {
+        let folder = &s["folders"][0];
+        s["mode"] == "hybrid"
+            && folder["chunks"].as_u64().unwrap_or(0) > 0
+            && folder["embedded"] == folder["chunks"]
+    });
+    assert!(status["model"]["id"]
+        .as_str()
+        .unwrap()
+        .starts_with("all-MiniLM-L6-v2"));
+    let found = client.result(
+        "quarry/search",
+        json!({"query": "limit how many requests a client may send", "limit": 10}),
+    );
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    let hits = found["hits"].as_array().unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h["sources"].as_array().unwrap().contains(&json!("dense"))),
+        "{found}"
+    );
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+}

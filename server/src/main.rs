@@ -197,6 +197,10 @@ enum Command {
         /// (the full stack always runs).
         #[arg(long)]
         only: Option<String>,
+        /// Run the language-server benchmark on this corpus instead
+        /// (lexical-only unless --model is given).
+        #[arg(long, value_name = "DIR")]
+        lsp: Option<PathBuf>,
     },
 }
 
@@ -502,7 +506,19 @@ fn run(cli: Cli) -> Result<()> {
             generate,
             token_budget,
             only,
+            lsp,
         } => {
+            if let Some(corpus) = lsp {
+                let report = quarry::bench::lsp::run(&corpus, model).with_context(|| {
+                    format!("language-server benchmark on {}", corpus.display())
+                })?;
+                if json {
+                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
+                } else {
+                    write!(out, "{report}")?;
+                }
+                return Ok(());
+            }
             if let Some(corpus) = quality {
                 use quarry::bench::quality;
                 if let Some(file) = generate {

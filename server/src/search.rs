@@ -834,28 +834,41 @@ pub fn find_symbols(
     kind: Option<ChunkKind>,
     limit: usize,
 ) -> Vec<SymbolHit> {
+    let query = SymbolQuery::parse(query_text, kind);
+    if query.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    // Segments are independent: search them in parallel (a per-keystroke
+    // `workspace/symbol` over a large index is bound by the slowest scan).
+    use rayon::prelude::*;
     let is_live = |id: u32| snapshot.is_live(id);
-    symbol_matches(
-        snapshot,
-        &SymbolQuery::parse(query_text, kind),
-        limit,
-        &is_live,
-    )
-    .iter()
-    .filter_map(|m| {
-        let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
-        Some(SymbolHit {
-            path: segment.path_of(chunk).to_string(),
-            start_line: chunk.start_line,
-            end_line: chunk.end_line,
-            name: chunk.name.to_string(),
-            qualified_name: chunk.qualified_name.to_string(),
-            kind: chunk.kind.name(),
-            language: chunk.language.name(),
-            tier: tier_name(m.tier),
+    let mut matches: Vec<SymbolMatch> = snapshot
+        .segments
+        .par_iter()
+        .map(|segment| {
+            let mut out = Vec::new();
+            segment.symbols.search(&query, &is_live, limit, &mut out);
+            out
         })
-    })
-    .collect()
+        .flatten()
+        .collect();
+    merge_matches(&mut matches, limit);
+    matches
+        .iter()
+        .filter_map(|m| {
+            let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
+            Some(SymbolHit {
+                path: segment.path_of(chunk).to_string(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                name: chunk.name.to_string(),
+                qualified_name: chunk.qualified_name.to_string(),
+                kind: chunk.kind.name(),
+                language: chunk.language.name(),
+                tier: tier_name(m.tier),
+            })
+        })
+        .collect()
 }
 
 fn tier_name(tier: MatchTier) -> &'static str {

@@ -6,158 +6,10 @@
 mod common;
 
 use common::Workspace;
+use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    incoming: Receiver<Value>,
-    notifications: Vec<Value>,
-    next_id: i64,
-}
-
-fn read_message(reader: &mut impl BufRead) -> Option<Value> {
-    let mut length = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(n) = line.strip_prefix("Content-Length: ") {
-            length = n.parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; length?];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-impl Client {
-    fn start(cache_home: &Path, model: Option<&Path>) -> Client {
-        let no_model = cache_home.join("no-model-here");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
-            .arg("lsp")
-            .env("XDG_CACHE_HOME", cache_home)
-            .env("QUARRY_MODEL", model.unwrap_or(&no_model))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn quarry lsp");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, incoming) = channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            while let Some(message) = read_message(&mut reader) {
-                if tx.send(message).is_err() {
-                    break;
-                }
-            }
-        });
-        Client {
-            child,
-            stdin,
-            incoming,
-            notifications: Vec::new(),
-            next_id: 1,
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        let body = serde_json::to_string(message).expect("json");
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Handles one incoming message that is not the awaited response.
-    fn handle(&mut self, message: Value) {
-        if message.get("method").is_some() && message.get("id").is_some() {
-            // A request from the server (progress token, registration).
-            let id = message["id"].clone();
-            self.send(&json!({"jsonrpc": "2.0", "id": id, "result": null}));
-        } else {
-            self.notifications.push(message);
-        }
-    }
-
-    fn next(&mut self, deadline: Instant) -> Value {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match self.incoming.recv_timeout(left) {
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout) => panic!("no message from the server in time"),
-            Err(RecvTimeoutError::Disconnected) => panic!("the server closed its output"),
-        }
-    }
-
-    /// Sends a request and returns its whole response (result or error).
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let message = self.next(deadline);
-            if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
-                return message;
-            }
-            self.handle(message);
-        }
-    }
-
-    fn result(&mut self, method: &str, params: Value) -> Value {
-        let response = self.call(method, params);
-        assert!(response.get("error").is_none(), "{method}: {response}");
-        response["result"].clone()
-    }
-
-    fn notify(&mut self, method: &str, params: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
-    }
-
-    /// Waits until a notification satisfies `pred`.
-    fn wait_notification(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
-        if let Some(found) = self.notifications.iter().find(|n| pred(n)) {
-            return found.clone();
-        }
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let message = self.next(deadline);
-            let matched = message.get("id").is_none() && pred(&message);
-            self.handle(message.clone());
-            if matched {
-                return message;
-            }
-        }
-    }
-
-    /// Calls `method` until `pred` accepts the result.
-    fn poll(&mut self, method: &str, params: Value, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let result = self.result(method, params.clone());
-            if pred(&result) {
-                return result;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{method} never matched: {result}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
 
 fn uri(path: &Path) -> String {
     format!("file://{}", path.display())
@@ -191,7 +43,11 @@ fn start(ws: &Workspace) -> Client {
 /// Starts a server on the fixture; `model` is the model directory (else
 /// none is found and search is lexical).
 fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
-    let mut client = Client::start(&ws.dir.path().join("xdg-cache"), model);
+    let mut client = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache"),
+        model,
+    );
     let root = std::fs::canonicalize(ws.root()).expect("root");
     let init = client.result(
         "initialize",
@@ -340,6 +196,37 @@ fn serves_symbols_search_buffers_saves_and_watched_files() {
         !has_symbol(r, "second_root_function")
     });
 
+    // Cancellation: a request cancelled while in flight gets
+    // RequestCancelled (or its result, if it finished first), and the
+    // server answers the next one.
+    let mut cancelled = 0;
+    for _ in 0..50 {
+        let id = client.next_id;
+        client.next_id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "quarry/search",
+            "params": {"query": "store node lookup insert graph rate limit token bucket", "limit": 50}});
+        let cancel = json!({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": id}});
+        client.send_all(&[request, cancel]);
+        let response = client.response(id);
+        match response.get("error") {
+            Some(error) => {
+                assert_eq!(error["code"], -32800, "{response}");
+                cancelled += 1;
+            }
+            None => assert!(response["result"]["hits"].is_array()),
+        }
+        if cancelled >= 3 {
+            break;
+        }
+    }
+    assert!(cancelled > 0, "no request was ever cancelled");
+
+    // Malformed JSON-RPC: a parse error, then business as usual.
+    client.send_raw("{\"jsonrpc\": \"2.0\", \"id\": 77, \"method\": ");
+    let parse_error = client.wait_error_without_id();
+    assert_eq!(parse_error["error"]["code"], -32700, "{parse_error}");
+    client.result("workspace/symbol", json!({"query": "Node"}));
+
     // A malformed request gets an error; the server keeps serving.
     let bad = client.call("quarry/search", json!({"query": 5}));
     assert!(
@@ -389,7 +276,11 @@ fn serves_symbols_search_buffers_saves_and_watched_files() {
 #[test]
 fn bad_initialization_options_are_refused_clearly() {
     let ws = Workspace::fixture();
-    let mut client = Client::start(&ws.dir.path().join("xdg-cache"), None);
+    let mut client = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache"),
+        None,
+    );
     let response = client.call(
         "initialize",
         json!({"processId": null, "rootUri": null, "capabilities": {}, "initializationOptions": {"perFileCap": "two"}}),
@@ -435,6 +326,35 @@ fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
             .any(|h| h["sources"].as_array().unwrap().contains(&json!("dense"))),
         "{found}"
     );
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+}
+
+#[test]
+fn a_restart_answers_from_the_cache_without_reparsing() {
+    let ws = Workspace::fixture();
+    let mut client = start(&ws);
+    client.wait_notification(|n| progress_kind(n) == Some("end"));
+    let first = client.result("quarry/status", json!(null));
+    assert!(
+        first["folders"][0]["lastWalk"]["files_reparsed"]
+            .as_u64()
+            .unwrap()
+            > 10,
+        "{first}"
+    );
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+    let _ = client.child.wait();
+
+    let mut client = start(&ws);
+    client.wait_notification(|n| progress_kind(n) == Some("end"));
+    let status = client.result("quarry/status", json!(null));
+    let walk = &status["folders"][0]["lastWalk"];
+    assert_eq!(walk["files_reparsed"], 0, "{status}");
+    assert!(walk["files_unchanged"].as_u64().unwrap() > 10, "{status}");
+    let symbols = client.result("workspace/symbol", json!({"query": "GraphStore::insert"}));
+    assert_eq!(symbols[0]["name"], "insert");
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
 }

@@ -6,6 +6,8 @@
 //! lexical and symbol query lists. Prints numbers; asserts nothing.
 //! Never: run as part of the test suite's pass/fail decisions.
 
+pub mod lsp;
+pub mod lsp_client;
 pub mod quality;
 
 use crate::index::{Index, IndexConfig};
@@ -169,7 +171,7 @@ pub fn default_corpus() -> Vec<PathBuf> {
     out
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

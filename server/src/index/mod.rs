@@ -229,6 +229,10 @@ pub struct Index {
     current: ArcSwap<Snapshot>,
     vectors: ArcSwapOption<VectorIndex>,
     notes: Mutex<Vec<String>>,
+    /// `embed_pending` leaves saving the vector index to `save_vectors`.
+    defer_vector_saves: std::sync::atomic::AtomicBool,
+    /// Vectors were added since the vector index was last saved.
+    vectors_dirty: std::sync::atomic::AtomicBool,
 }
 
 /// What one `embed_pending` call did.
@@ -297,6 +301,8 @@ impl Index {
             current: ArcSwap::from_pointee(snapshot),
             vectors: ArcSwapOption::empty(),
             notes: Mutex::new(notes),
+            defer_vector_saves: std::sync::atomic::AtomicBool::new(false),
+            vectors_dirty: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -691,12 +697,36 @@ impl Index {
         }
         stats.remaining = stats.pending - stats.embedded;
         if stats.embedded > 0 {
-            vectors
-                .save(&self.cache_dir)
-                .map_err(|e| vector_err(&self.cache_dir, e))?;
+            self.vectors_dirty.store(true, Ordering::Release);
+            if !self.defer_vector_saves.load(Ordering::Acquire) {
+                self.save_vectors()?;
+            }
         }
         stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(stats)
+    }
+
+    /// With `on`, `embed_pending` stops saving the vector index after each
+    /// call; the owner calls `save_vectors` when it suits (a long-running
+    /// server after big rounds and at shutdown). Nothing is lost meanwhile
+    /// that matters: vectors also live in the machine-wide vector cache, so
+    /// a restart re-attaches them without recomputing.
+    pub fn defer_vector_saves(&self, on: bool) {
+        self.defer_vector_saves.store(on, Ordering::Release);
+    }
+
+    /// Saves the vector index if vectors were added since the last save.
+    pub fn save_vectors(&self) -> Result<(), IndexError> {
+        if !self.vectors_dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        if let Some(vectors) = self.vectors.load_full() {
+            if let Err(e) = vectors.save(&self.cache_dir) {
+                self.vectors_dirty.store(true, Ordering::Release);
+                return Err(vector_err(&self.cache_dir, e));
+            }
+        }
+        Ok(())
     }
 
     fn write_segment(&self, segment: &Segment) -> Result<(), IndexError> {

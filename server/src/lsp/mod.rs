@@ -14,6 +14,7 @@
 //! `window/logMessage`, never stdout.
 //! Never: panic on client input; block a request behind the writer.
 
+mod framing;
 pub mod overlay;
 pub mod settings;
 
@@ -41,14 +42,32 @@ use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 pub const REINDEX_COMMAND: &str = "quarry.reindex";
 
 /// Runs the server on stdin/stdout until the client exits.
+///
+/// Messages pass through `framing`: the protocol library stops reading at
+/// the first body that is not JSON, so such frames are answered here with a
+/// parse error and never reach it.
 pub async fn run_stdio() {
     let (service, socket) = LspService::build(Backend::new)
         .custom_method("quarry/search", Backend::quarry_search)
         .custom_method("quarry/status", Backend::quarry_status)
         .finish();
-    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket)
+    let (to_server, server_input) = tokio::io::duplex(1 << 16);
+    let (server_output, from_server) = tokio::io::duplex(1 << 16);
+    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(framing::pump_input(
+        tokio::io::stdin(),
+        to_server,
+        errors_tx,
+    ));
+    let output = tokio::spawn(framing::pump_output(
+        from_server,
+        errors_rx,
+        tokio::io::stdout(),
+    ));
+    Server::new(server_input, server_output, socket)
         .serve(service)
         .await;
+    let _ = output.await;
 }
 
 /// One workspace folder and its index.
@@ -59,6 +78,8 @@ struct Folder {
     /// One index job at a time per folder.
     busy: tokio::sync::Mutex<()>,
     last_error: Mutex<Option<String>>,
+    /// What the last full walk did (for `quarry/status`).
+    last_walk: Mutex<Option<crate::index::UpdateStats>>,
 }
 
 impl Folder {
@@ -80,6 +101,8 @@ struct Pending {
     buffers: BTreeSet<PathBuf>,
     /// Folders to walk in full (new folders, `quarry.reindex`).
     walks: BTreeSet<PathBuf>,
+    /// A save is waiting: run without the debounce delay.
+    urgent: bool,
 }
 
 struct State {
@@ -175,6 +198,7 @@ impl State {
             index: RwLock::new(None),
             busy: tokio::sync::Mutex::new(()),
             last_error: Mutex::new(None),
+            last_walk: Mutex::new(None),
         }));
         drop(folders);
         if let Some(watcher) = self
@@ -275,8 +299,21 @@ async fn update_loop(state: Arc<State>) {
         if state.shutting_down.load(Ordering::Relaxed) {
             return;
         }
-        let debounce = state.settings().debounce_ms;
-        tokio::time::sleep(Duration::from_millis(debounce)).await;
+        // Watcher events and typing settle for the debounce interval; a
+        // save (even one arriving meanwhile) runs at once.
+        let settle_until =
+            tokio::time::Instant::now() + Duration::from_millis(state.settings().debounce_ms);
+        loop {
+            let urgent = state
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .urgent;
+            if urgent || tokio::time::Instant::now() >= settle_until {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         let work = std::mem::take(&mut *state.pending.lock().unwrap_or_else(|e| e.into_inner()));
         for folder in state.folders() {
             let walk = work.walks.contains(&folder.root) || folder.index().is_none();
@@ -317,6 +354,9 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
             tokio::task::spawn_blocking(move || Index::open(IndexConfig::new(&root))).await;
         match opened {
             Ok(Ok(index)) => {
+                // Saves happen after big embedding rounds and at shutdown,
+                // not after every one-chunk re-embed on save.
+                index.defer_vector_saves(true);
                 for note in index.take_notes() {
                     state.log(MessageType::INFO, note).await;
                 }
@@ -351,8 +391,9 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
     })
     .await;
     match result {
-        Some(Ok(_)) => {
+        Some(Ok(stats)) => {
             folder.set_error(None);
+            *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
             reapply_buffers(state, folder, &index).await;
             let (_, total) = index.snapshot().coverage();
             state
@@ -507,6 +548,9 @@ async fn embed(
         .await;
         match result {
             Some(Ok(stats)) => {
+                if stats.embedded >= ROUND as u64 / 2 {
+                    save_vectors(state, index).await;
+                }
                 if let Some(error) = stats.error {
                     folder.set_error(Some(format!("embedding: {error}")));
                     return;
@@ -521,6 +565,16 @@ async fn embed(
             }
             None => return,
         }
+    }
+}
+
+/// Saves a folder's vector index on a blocking thread.
+async fn save_vectors(state: &Arc<State>, index: &Arc<Index>) {
+    let index = index.clone();
+    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || index.save_vectors()).await {
+        state
+            .log(MessageType::ERROR, format!("saving vectors: {e}"))
+            .await;
     }
 }
 
@@ -672,6 +726,7 @@ impl Backend {
                             "chunks": total,
                             "embedded": embedded,
                             "skipped": snapshot.summary.skipped,
+                            "lastWalk": *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()),
                             "lastError": error,
                         })
                     }
@@ -882,10 +937,13 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> RpcResult<()> {
         self.state.shutting_down.store(true, Ordering::Relaxed);
         self.state.wake.notify_one();
-        // Wait for each folder's running job: index writes are atomic and
-        // vectors are saved at the end of each embedding round.
+        // Wait for each folder's running job (index writes are atomic),
+        // then save vectors added since the last save.
         for folder in self.state.folders() {
-            let _ = folder.busy.lock().await;
+            let _busy = folder.busy.lock().await;
+            if let Some(index) = folder.index() {
+                save_vectors(&self.state, &index).await;
+            }
         }
         Ok(())
     }
@@ -914,6 +972,7 @@ impl LanguageServer for Backend {
             self.state.overlay.saved(&path, params.text);
             self.state.queue(|p| {
                 p.paths.insert(path);
+                p.urgent = true;
             });
         }
     }

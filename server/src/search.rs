@@ -835,25 +835,11 @@ pub fn find_symbols(
     limit: usize,
 ) -> Vec<SymbolHit> {
     let query = SymbolQuery::parse(query_text, kind);
-    if query.is_empty() || limit == 0 {
-        return Vec::new();
-    }
-    // Segments are independent: search them in parallel (a per-keystroke
-    // `workspace/symbol` over a large index is bound by the slowest scan).
-    use rayon::prelude::*;
+    // Sequential on purpose: the global rayon pool is busy parsing during a
+    // big update (a branch switch), and a query queued behind that work
+    // stalled for seconds.
     let is_live = |id: u32| snapshot.is_live(id);
-    let mut matches: Vec<SymbolMatch> = snapshot
-        .segments
-        .par_iter()
-        .map(|segment| {
-            let mut out = Vec::new();
-            segment.symbols.search(&query, &is_live, limit, &mut out);
-            out
-        })
-        .flatten()
-        .collect();
-    merge_matches(&mut matches, limit);
-    matches
+    symbol_matches(snapshot, &query, limit, &is_live)
         .iter()
         .filter_map(|m| {
             let (segment, chunk) = snapshot.chunk(m.chunk_id)?;

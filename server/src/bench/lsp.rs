@@ -52,6 +52,106 @@ pub struct LspReport {
     pub save_searchable_max_ms: f64,
     /// didSave sent -> every chunk embedded again (with a model).
     pub save_embedded_p50_ms: Option<f64>,
+    pub checkout: Checkout,
+}
+
+/// A branch switch as the file watcher sees it: many files rewritten at
+/// once, no didSave.
+#[derive(Debug, Default, Serialize)]
+pub struct Checkout {
+    pub files: usize,
+    /// Rewrite done -> a function added to the last file is found.
+    pub converge_ms: f64,
+    /// With a model: vectors computed, and taken from the cache, between
+    /// the rewrite and every chunk embedded again.
+    pub vectors_computed: Option<u64>,
+    pub vectors_from_cache: Option<u64>,
+    /// `workspace/symbol` while the server catches up.
+    pub symbol_requests: usize,
+    pub symbol_max_ms: f64,
+    pub symbol_p50_ms: f64,
+}
+
+/// Most files rewritten by the checkout benchmark.
+const CHECKOUT_FILES: usize = 10_000;
+
+/// Appends a comment line to up to `CHECKOUT_FILES` source files (the last
+/// also gains a function), then times how long the server takes to find
+/// that function, querying `workspace/symbol` all along.
+fn checkout(client: &mut Client, root: &Path, hybrid: bool) -> io::Result<Checkout> {
+    let counts = |s: &Value| {
+        let f = &s["folders"][0];
+        (
+            f["vectorsComputed"].as_u64().unwrap_or(0),
+            f["vectorsFromCache"].as_u64().unwrap_or(0),
+        )
+    };
+    let before = counts(&client.result("quarry/status", json!(null)));
+    let mut files: Vec<PathBuf> = crate::walk::walk(root, None)
+        .files
+        .into_iter()
+        .filter(|f| matches!(f.abs_path.extension().and_then(|e| e.to_str()), Some("rs")))
+        .map(|f| f.abs_path)
+        .collect();
+    files.sort();
+    files.truncate(CHECKOUT_FILES);
+    let Some(last) = files.last().cloned() else {
+        return Ok(Checkout::default());
+    };
+    for file in &files {
+        let mut text = std::fs::read(file)?;
+        text.extend_from_slice(b"\n// switched branch\n");
+        if *file == last {
+            text.extend_from_slice(b"pub fn quarry_bench_after_checkout() {}\n");
+        }
+        std::fs::write(file, text)?;
+    }
+    let start = Instant::now();
+    let mut times = Vec::new();
+    loop {
+        let (t, result) = timed(
+            client,
+            "workspace/symbol",
+            json!({"query": "quarry_bench_after_checkout"}),
+        );
+        times.push(t);
+        let found = result
+            .as_array()
+            .is_some_and(|a| a.iter().any(|s| s["name"] == "quarry_bench_after_checkout"));
+        if found {
+            break;
+        }
+        if start.elapsed().as_secs() > 600 {
+            return Err(io::Error::other(
+                "the server did not converge after a checkout",
+            ));
+        }
+        // Other keystrokes meanwhile.
+        let (t, _) = timed(client, "workspace/symbol", json!({"query": "Hash"}));
+        times.push(t);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let converge_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let (mut vectors_computed, mut vectors_from_cache) = (None, None);
+    if hybrid {
+        let status = client.poll("quarry/status", json!(null), |s| {
+            let f = &s["folders"][0];
+            f["embedded"] == f["chunks"]
+        });
+        let after = counts(&status);
+        vectors_computed = Some(after.0 - before.0);
+        vectors_from_cache = Some(after.1 - before.1);
+    }
+    let times = sorted(times);
+    Ok(Checkout {
+        files: files.len(),
+        converge_ms,
+        vectors_computed,
+        vectors_from_cache,
+        symbol_requests: times.len(),
+        symbol_max_ms: times.last().copied().unwrap_or(0.0),
+        symbol_p50_ms: percentile(&times, 0.5),
+    })
 }
 
 impl std::fmt::Display for LspReport {
@@ -93,6 +193,18 @@ impl std::fmt::Display for LspReport {
             writeln!(
                 f,
                 "save -> embedded  p50 {embedded:.1} ms (one changed chunk)"
+            )?;
+        }
+        let c = &self.checkout;
+        writeln!(
+            f,
+            "checkout          {} files rewritten -> converged in {:.0} ms; workspace/symbol meanwhile p50 {:.2} ms, max {:.1} ms ({} requests)",
+            c.files, c.converge_ms, c.symbol_p50_ms, c.symbol_max_ms, c.symbol_requests
+        )?;
+        if let (Some(computed), Some(cached)) = (c.vectors_computed, c.vectors_from_cache) {
+            writeln!(
+                f,
+                "  re-embedded     {computed} vectors computed, {cached} from the vector cache"
             )?;
         }
         Ok(())
@@ -230,6 +342,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
             }
         }
     }
+    let checkout = checkout(&mut client, &root, model.is_some())?;
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
     let _ = client.child.wait();
@@ -256,5 +369,6 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         save_searchable_p50_ms: percentile(&save_times, 0.5),
         save_searchable_max_ms: save_times.last().copied().unwrap_or(0.0),
         save_embedded_p50_ms: (!embed_times.is_empty()).then(|| percentile(&embed_times, 0.5)),
+        checkout,
     })
 }

@@ -80,6 +80,10 @@ struct Folder {
     last_error: Mutex<Option<String>>,
     /// What the last full walk did (for `quarry/status`).
     last_walk: Mutex<Option<crate::index::UpdateStats>>,
+    /// Vectors computed by the model, and taken from the vector cache,
+    /// since the server started.
+    vectors_computed: AtomicU64,
+    vectors_from_cache: AtomicU64,
 }
 
 impl Folder {
@@ -199,6 +203,8 @@ impl State {
             busy: tokio::sync::Mutex::new(()),
             last_error: Mutex::new(None),
             last_walk: Mutex::new(None),
+            vectors_computed: AtomicU64::new(0),
+            vectors_from_cache: AtomicU64::new(0),
         }));
         drop(folders);
         if let Some(watcher) = self
@@ -548,6 +554,12 @@ async fn embed(
         .await;
         match result {
             Some(Ok(stats)) => {
+                folder
+                    .vectors_computed
+                    .fetch_add(stats.computed, Ordering::Relaxed);
+                folder
+                    .vectors_from_cache
+                    .fetch_add(stats.from_cache, Ordering::Relaxed);
                 if stats.embedded >= ROUND as u64 / 2 {
                     save_vectors(state, index).await;
                 }
@@ -727,6 +739,8 @@ impl Backend {
                             "embedded": embedded,
                             "skipped": snapshot.summary.skipped,
                             "lastWalk": *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()),
+                            "vectorsComputed": folder.vectors_computed.load(Ordering::Relaxed),
+                            "vectorsFromCache": folder.vectors_from_cache.load(Ordering::Relaxed),
                             "lastError": error,
                         })
                     }

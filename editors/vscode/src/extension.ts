@@ -1,0 +1,247 @@
+// The Quarry extension: starts `quarry lsp` through vscode-languageclient,
+// offers "Quarry: Search Code" (a live QuickPick over `quarry/search`), a
+// status bar item from `quarry/status`, and "Quarry: Reindex". Workspace
+// symbols (Ctrl+T) and indexing progress come through the language client.
+
+import * as vscode from "vscode";
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  TransportKind,
+} from "vscode-languageclient/node";
+import {
+  Debouncer,
+  SearchHit,
+  SearchResult,
+  Settings,
+  initializationOptions,
+  statusText,
+  toPickItem,
+} from "./logic";
+
+const README = "https://example.invalid/quarry#readme";
+
+let client: LanguageClient | undefined;
+let statusItem: vscode.StatusBarItem | undefined;
+let statusTimer: ReturnType<typeof setInterval> | undefined;
+
+function readSettings(): Settings {
+  const config = vscode.workspace.getConfiguration("quarry");
+  return {
+    serverPath: config.get<string>("serverPath", "quarry") || "quarry",
+    modelPath: config.get<string>("modelPath", ""),
+    limit: config.get<number>("limit", 30),
+    perFileCap: config.get<number>("perFileCap", 2),
+    exclude: config.get<string[]>("exclude", []),
+  };
+}
+
+async function startClient(context: vscode.ExtensionContext): Promise<void> {
+  const settings = readSettings();
+  const serverOptions: ServerOptions = {
+    command: settings.serverPath,
+    args: ["lsp"],
+    transport: TransportKind.stdio,
+  };
+  const clientOptions: LanguageClientOptions = {
+    // Every file: search covers the whole workspace, not one language.
+    documentSelector: [{ scheme: "file" }],
+    initializationOptions: initializationOptions(settings),
+    outputChannelName: "Quarry",
+  };
+  client = new LanguageClient("quarry", "Quarry", serverOptions, clientOptions);
+  try {
+    await client.start();
+  } catch (error) {
+    client = undefined;
+    const choice = await vscode.window.showErrorMessage(
+      `Quarry: cannot start "${settings.serverPath} lsp" (${error}). Install quarry or set quarry.serverPath.`,
+      "Open README",
+    );
+    if (choice === "Open README") {
+      void vscode.env.openExternal(vscode.Uri.parse(README));
+    }
+    return;
+  }
+  void refreshStatus();
+}
+
+async function stopClient(): Promise<void> {
+  const running = client;
+  client = undefined;
+  if (running) {
+    await running.stop();
+  }
+}
+
+async function refreshStatus(): Promise<void> {
+  if (!statusItem) {
+    return;
+  }
+  if (!client) {
+    statusItem.text = "$(error) Quarry";
+    statusItem.tooltip = "The quarry language server is not running";
+    statusItem.show();
+    return;
+  }
+  try {
+    const status = await client.sendRequest("quarry/status");
+    const { text, tooltip } = statusText(status);
+    statusItem.text = text;
+    statusItem.tooltip = tooltip;
+    statusItem.show();
+  } catch {
+    // The server may be restarting; the next tick tries again.
+  }
+}
+
+function folderUris(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString());
+}
+
+interface HitItem extends vscode.QuickPickItem {
+  hit: SearchHit;
+}
+
+async function openHit(hit: SearchHit, beside: boolean): Promise<void> {
+  const uri = vscode.Uri.parse(hit.uri);
+  const range = new vscode.Range(
+    hit.range.start.line,
+    hit.range.start.character,
+    hit.range.start.line,
+    hit.range.start.character,
+  );
+  await vscode.window.showTextDocument(uri, {
+    selection: range,
+    viewColumn: beside ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
+    preserveFocus: false,
+  });
+}
+
+function searchCommand(): void {
+  if (!client) {
+    void vscode.window.showErrorMessage("Quarry: the language server is not running.");
+    return;
+  }
+  const running = client;
+  const pick = vscode.window.createQuickPick<HitItem>();
+  pick.placeholder = "Search code: a concept, an identifier or a \"quoted phrase\"";
+  pick.matchOnDescription = true;
+  pick.matchOnDetail = true;
+  const openBeside: vscode.QuickInputButton = {
+    iconPath: new vscode.ThemeIcon("split-horizontal"),
+    tooltip: "Open to the side",
+  };
+  const debouncer = new Debouncer<string>(120);
+  let source: vscode.CancellationTokenSource | undefined;
+  pick.onDidChangeValue((value) => {
+    source?.cancel();
+    if (value.trim() === "") {
+      debouncer.cancel();
+      pick.items = [];
+      pick.busy = false;
+      return;
+    }
+    pick.busy = true;
+    debouncer.schedule(value, async (query, isCurrent) => {
+      source?.cancel();
+      source = new vscode.CancellationTokenSource();
+      try {
+        const result: SearchResult = await running.sendRequest(
+          "quarry/search",
+          { query, limit: readSettings().limit },
+          source.token,
+        );
+        if (!isCurrent()) {
+          return;
+        }
+        const folders = folderUris();
+        pick.items = result.hits.map((hit) => {
+          const item = toPickItem(hit, folders);
+          return {
+            label: `$(${item.icon}) ${item.label}`,
+            description: item.description,
+            detail: item.detail,
+            hit,
+            buttons: [openBeside],
+            alwaysShow: true,
+          };
+        });
+        pick.title =
+          result.mode === "hybrid"
+            ? `Quarry (hybrid, ${result.coverage.embedded}/${result.coverage.total} embedded)`
+            : `Quarry (lexical only: ${result.reason ?? "no model"})`;
+      } catch (error) {
+        if (isCurrent() && !(error instanceof vscode.CancellationError)) {
+          pick.title = `Quarry: ${error}`;
+        }
+      } finally {
+        if (isCurrent()) {
+          pick.busy = false;
+        }
+      }
+    });
+  });
+  pick.onDidAccept(() => {
+    const item = pick.selectedItems[0];
+    if (item) {
+      pick.hide();
+      void openHit(item.hit, false);
+    }
+  });
+  pick.onDidTriggerItemButton((event) => {
+    pick.hide();
+    void openHit(event.item.hit, true);
+  });
+  pick.onDidHide(() => {
+    debouncer.cancel();
+    source?.cancel();
+    pick.dispose();
+  });
+  pick.show();
+}
+
+async function reindexCommand(): Promise<void> {
+  if (!client) {
+    return;
+  }
+  await client.sendRequest("workspace/executeCommand", {
+    command: "quarry.reindex",
+    arguments: [],
+  });
+  void vscode.window.setStatusBarMessage("Quarry: reindexing", 3000);
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
+  statusItem.command = "quarry.status";
+  context.subscriptions.push(
+    statusItem,
+    vscode.commands.registerCommand("quarry.search", searchCommand),
+    vscode.commands.registerCommand("quarry.reindex", reindexCommand),
+    vscode.commands.registerCommand("quarry.status", async () => {
+      await refreshStatus();
+      const choice = await vscode.window.showInformationMessage(
+        String(statusItem?.tooltip ?? "Quarry"),
+        "Reindex",
+      );
+      if (choice === "Reindex") {
+        await reindexCommand();
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (event.affectsConfiguration("quarry")) {
+        await stopClient();
+        await startClient(context);
+      }
+    }),
+  );
+  statusTimer = setInterval(() => void refreshStatus(), 3000);
+  context.subscriptions.push({ dispose: () => statusTimer && clearInterval(statusTimer) });
+  await startClient(context);
+}
+
+export async function deactivate(): Promise<void> {
+  await stopClient();
+}

@@ -1,0 +1,90 @@
+// Drives the real `quarry lsp` with vscode-jsonrpc (the protocol layer the
+// extension's language client uses) on a temp copy of the fixture.
+
+import { test } from "node:test";
+import * as assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  createMessageConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+} from "vscode-jsonrpc/node";
+import { SearchResult, toPickItem } from "../src/logic";
+
+const repo = path.resolve(__dirname, "..", "..", "..", "..");
+
+function quarryBinary(): string {
+  const candidates = [
+    process.env.QUARRY_BIN,
+    path.join(repo, "target", "debug", "quarry"),
+    path.join(repo, "target", "release", "quarry"),
+  ].filter((p): p is string => !!p);
+  const found = candidates.find((p) => fs.existsSync(p));
+  if (!found) {
+    throw new Error(`no quarry binary (tried ${candidates.join(", ")}); run cargo build first`);
+  }
+  return found;
+}
+
+test("quarry lsp answers quarry/search and workspace/symbol", { timeout: 120_000 }, async () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "quarry-vscode-"));
+  const root = path.join(work, "root");
+  fs.cpSync(path.join(repo, "tests", "fixtures", "polyglot"), root, { recursive: true });
+  const child = spawn(quarryBinary(), ["lsp"], {
+    env: { ...process.env, XDG_CACHE_HOME: path.join(work, "cache"), QUARRY_MODEL: path.join(work, "none") },
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const connection = createMessageConnection(
+    new StreamMessageReader(child.stdout!),
+    new StreamMessageWriter(child.stdin!),
+  );
+  let ended!: () => void;
+  const indexed = new Promise<void>((resolve) => (ended = resolve));
+  connection.onRequest("window/workDoneProgress/create", () => null);
+  connection.onRequest("client/registerCapability", () => null);
+  connection.onNotification("$/progress", (params: any) => {
+    if (params?.value?.kind === "end") {
+      ended();
+    }
+  });
+  connection.listen();
+  try {
+    const rootUri = pathToFileURL(fs.realpathSync(root)).toString();
+    const init: any = await connection.sendRequest("initialize", {
+      processId: process.pid,
+      rootUri: null,
+      capabilities: { window: { workDoneProgress: true } },
+      workspaceFolders: [{ uri: rootUri, name: "fixture" }],
+      initializationOptions: { limit: 10, perFileCap: 2 },
+    });
+    assert.equal(init.serverInfo.name, "quarry");
+    await connection.sendNotification("initialized", {});
+    await indexed;
+
+    const result: SearchResult = await connection.sendRequest("quarry/search", {
+      query: "GraphStore::insert",
+      limit: 5,
+    });
+    assert.equal(result.mode, "lexical");
+    const item = toPickItem(result.hits[0], [rootUri]);
+    assert.equal(item.label, "GraphStore::insert");
+    assert.match(item.description, /^src\/graph_store\.rs:54 · .*exact/);
+
+    const symbols: any[] = await connection.sendRequest("workspace/symbol", { query: "GraphStore" });
+    assert.ok(symbols.some((s) => s.name === "GraphStore"), JSON.stringify(symbols.slice(0, 3)));
+
+    const status: any = await connection.sendRequest("quarry/status");
+    assert.ok(status.folders[0].files > 10);
+
+    await connection.sendRequest("shutdown");
+    await connection.sendNotification("exit");
+  } finally {
+    connection.dispose();
+    child.kill();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+});

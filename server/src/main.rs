@@ -150,7 +150,12 @@ enum Command {
         common: CommonArgs,
     },
     /// Run the language server on stdin/stdout (LSP 3.17).
-    Lsp,
+    Lsp {
+        /// Accepted for clients that pass it (vscode-languageclient does);
+        /// stdio is the only transport.
+        #[arg(long)]
+        stdio: bool,
+    },
     /// Show what the index holds, from its last committed state.
     Status {
         #[arg(long, default_value = ".")]
@@ -302,7 +307,7 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    if let Command::Lsp = cli.command {
+    if let Command::Lsp { .. } = cli.command {
         // Before anything takes the stdout lock: the server writes to
         // stdout from its own threads.
         return run_lsp();
@@ -447,7 +452,7 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Lsp => run_lsp()?,
+        Command::Lsp { .. } => run_lsp()?,
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;
             let engine = dense_engine(&common, false);

@@ -4,12 +4,7 @@
 // symbols (Ctrl+T) and indexing progress come through the language client.
 
 import * as vscode from "vscode";
-import {
-  LanguageClient,
-  LanguageClientOptions,
-  ServerOptions,
-  TransportKind,
-} from "vscode-languageclient/node";
+import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import {
   Debouncer,
   SearchHit,
@@ -39,10 +34,11 @@ function readSettings(): Settings {
 
 async function startClient(context: vscode.ExtensionContext): Promise<void> {
   const settings = readSettings();
+  // No `transport`: the client then talks over stdio without adding
+  // `--stdio` to the arguments (the server accepts it anyway).
   const serverOptions: ServerOptions = {
     command: settings.serverPath,
     args: ["lsp"],
-    transport: TransportKind.stdio,
   };
   const clientOptions: LanguageClientOptions = {
     // Every file: search covers the whole workspace, not one language.
@@ -202,14 +198,17 @@ function searchCommand(): void {
   pick.show();
 }
 
+/**
+ * "Quarry: Reindex". The language client registers the server's
+ * `quarry.reindex` (from its executeCommandProvider) as a VS Code command
+ * that forwards to `workspace/executeCommand`; this runs it.
+ */
 async function reindexCommand(): Promise<void> {
   if (!client) {
+    void vscode.window.showErrorMessage("Quarry: the language server is not running.");
     return;
   }
-  await client.sendRequest("workspace/executeCommand", {
-    command: "quarry.reindex",
-    arguments: [],
-  });
+  await vscode.commands.executeCommand("quarry.reindex");
   void vscode.window.setStatusBarMessage("Quarry: reindexing", 3000);
 }
 
@@ -219,7 +218,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     statusItem,
     vscode.commands.registerCommand("quarry.search", searchCommand),
-    vscode.commands.registerCommand("quarry.reindex", reindexCommand),
     vscode.commands.registerCommand("quarry.status", async () => {
       await refreshStatus();
       const choice = await vscode.window.showInformationMessage(

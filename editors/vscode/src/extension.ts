@@ -3,6 +3,8 @@
 // status bar item from `quarry/status`, and "Quarry: Reindex". Workspace
 // symbols (Ctrl+T) and indexing progress come through the language client.
 
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions } from "vscode-languageclient/node";
 import {
@@ -14,8 +16,6 @@ import {
   statusText,
   toPickItem,
 } from "./logic";
-
-const README = "https://example.invalid/quarry#readme";
 
 let client: LanguageClient | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
@@ -56,7 +56,15 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
       "Open README",
     );
     if (choice === "Open README") {
-      void vscode.env.openExternal(vscode.Uri.parse(README));
+      // The README ships inside the extension (vsce lowercases its name):
+      // no network needed.
+      const name = ["readme.md", "README.md"].find((n) =>
+        fs.existsSync(path.join(context.extensionPath, n)),
+      );
+      if (name) {
+        const readme = vscode.Uri.joinPath(context.extensionUri, name);
+        void vscode.commands.executeCommand("markdown.showPreview", readme);
+      }
     }
     return;
   }

@@ -326,6 +326,7 @@ pub fn search_with(
         snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
             path: segment.path_of(chunk),
             name: &chunk.name,
+            qualified_name: &chunk.qualified_name,
             kind: chunk.kind,
         })
     });

@@ -7,8 +7,9 @@
 //!   (its name is the query, or a query word written like code, or all of
 //!   its multi-word name's words are in the query) beats chunks that only
 //!   mention it;
-//! - path penalties: tests, vendored, generated and minified files sink
-//!   (unless the query asks for tests);
+//! - path penalties: tests (test files and Rust `tests` modules),
+//!   vendored, generated and minified files sink (unless the query asks
+//!   for tests);
 //! - file coherence: several matching chunks in one file lift each other.
 //!
 //! Three more live where they act: raising the lexical and symbol branches'
@@ -259,7 +260,18 @@ fn squash(word: &str) -> String {
 pub struct ChunkFacts<'a> {
     pub path: &'a str,
     pub name: &'a str,
+    /// With containers (`tests::parses_empty` is a Rust test module's).
+    pub qualified_name: &'a str,
     pub kind: ChunkKind,
+}
+
+/// A file's class, or `Test` for code in a Rust `tests` module inside a
+/// source file.
+fn chunk_class(chunk: &ChunkFacts<'_>) -> Option<PathClass> {
+    path_class(chunk.path).or_else(|| {
+        (chunk.qualified_name.starts_with("tests::") || chunk.qualified_name.contains("::tests::"))
+            .then_some(PathClass::Test)
+    })
 }
 
 /// Whether a chunk defines what the query names: its whole name is a query
@@ -307,7 +319,7 @@ pub fn apply<'a>(
         if signals.definition != 1.0 && defines(query, &chunk) {
             factor *= signals.definition;
         }
-        if let Some(class) = path_class(chunk.path) {
+        if let Some(class) = chunk_class(&chunk) {
             if !(class == PathClass::Test && query.wants_tests) {
                 factor *= signals.penalties.factor(class);
             }
@@ -441,6 +453,7 @@ mod tests {
                 .map(|(path, name, kind)| ChunkFacts {
                     path,
                     name,
+                    qualified_name: name,
                     kind: *kind,
                 })
         };
@@ -468,17 +481,35 @@ mod tests {
     }
 
     #[test]
+    fn rust_test_modules_count_as_tests() {
+        let facts = |qualified_name| ChunkFacts {
+            path: "src/lexical/query.rs",
+            name: "parses",
+            qualified_name,
+            kind: ChunkKind::Function,
+        };
+        assert_eq!(chunk_class(&facts("tests::parses")), Some(PathClass::Test));
+        assert_eq!(
+            chunk_class(&facts("lexical::tests::parses")),
+            Some(PathClass::Test)
+        );
+        assert_eq!(chunk_class(&facts("Query::parses")), None);
+    }
+
+    #[test]
     fn qualified_identifiers_define_their_last_part() {
         let query = QueryFacts::new("GraphStore::lookup");
         let chunk = ChunkFacts {
             path: "src/graph.rs",
             name: "lookup",
+            qualified_name: "GraphStore::lookup",
             kind: ChunkKind::Method,
         };
         assert!(defines(&query, &chunk));
         let chunk = ChunkFacts {
             path: "src/graph.rs",
             name: "lookup_all",
+            qualified_name: "GraphStore::lookup_all",
             kind: ChunkKind::Method,
         };
         assert!(!defines(&query, &chunk));

@@ -12,6 +12,7 @@ pub mod filter;
 pub mod index;
 pub mod lexical;
 pub mod lsp;
+pub mod mcp;
 pub mod rank;
 pub mod search;
 pub mod symbols;

@@ -149,6 +149,13 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Serve coding agents over the Model Context Protocol on stdin/stdout.
+    Mcp {
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
     /// Run the language server on stdin/stdout (LSP 3.17).
     Lsp {
         /// Accepted for clients that pass it (vscode-languageclient does);
@@ -265,6 +272,27 @@ fn run_lsp() -> Result<()> {
     Ok(())
 }
 
+/// `quarry mcp`: the MCP server on stdin/stdout over this root's index.
+fn run_mcp(root: PathBuf, common: &CommonArgs) -> Result<()> {
+    let index = open(root, common)?;
+    refresh(&index, false)?;
+    let engine = dense_engine(common, false);
+    index
+        .attach_dense(&engine)
+        .context("opening the vector index")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let result = runtime.block_on(quarry::mcp::run_stdio(
+        std::sync::Arc::new(index),
+        std::sync::Arc::new(engine),
+    ));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    result.map_err(|e| anyhow::anyhow!("mcp: {e}"))
+}
+
 fn open(root: PathBuf, common: &CommonArgs) -> Result<Index> {
     let config = IndexConfig {
         cache_dir: common.cache_dir.clone(),
@@ -311,6 +339,9 @@ fn run(cli: Cli) -> Result<()> {
         // Before anything takes the stdout lock: the server writes to
         // stdout from its own threads.
         return run_lsp();
+    }
+    if let Command::Mcp { root, common } = cli.command {
+        return run_mcp(root, &common);
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -453,6 +484,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Lsp { .. } => run_lsp()?,
+        Command::Mcp { root, common } => run_mcp(root, &common)?,
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;
             let engine = dense_engine(&common, false);

@@ -1,0 +1,208 @@
+//! End-to-end: the real `quarry mcp` over stdio (newline-delimited JSON-RPC)
+//! on a temp copy of the fixture: initialize, list tools, call each tool,
+//! refuse a path outside the workspace, see an edit on disk.
+
+mod common;
+
+use common::Workspace;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+struct Mcp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: i64,
+}
+
+impl Mcp {
+    fn start(ws: &Workspace) -> Mcp {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .args(["mcp", "--lexical", "--root"])
+            .arg(ws.root())
+            .arg("--cache-dir")
+            .arg(ws.cache())
+            .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn quarry mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        let init = mcp.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "quarry-test", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "quarry", "{init}");
+        mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        mcp
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).expect("read") > 0,
+                "server closed"
+            );
+            let message: Value = serde_json::from_str(&line).expect("json line");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    /// Calls a tool; returns (is_error, text, structured content).
+    fn call(&mut self, tool: &str, arguments: Value) -> (bool, String, Value) {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let result = &response["result"];
+        assert!(result.is_object(), "{tool}: {response}");
+        let text = result["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (
+            result["isError"].as_bool().unwrap_or(false),
+            text,
+            result["structuredContent"].clone(),
+        )
+    }
+}
+
+#[test]
+fn serves_the_four_tools_over_stdio() {
+    let ws = Workspace::fixture();
+    let mut mcp = Mcp::start(&ws);
+
+    let tools = mcp.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for expected in [
+        "search_code",
+        "find_symbol",
+        "find_usages",
+        "get_code_context",
+    ] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    let search_schema = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "search_code")
+        .unwrap()["inputSchema"]
+        .clone();
+    assert_eq!(
+        search_schema["required"],
+        json!(["query"]),
+        "{search_schema}"
+    );
+
+    let (error, text, data) = mcp.call(
+        "search_code",
+        json!({"query": "GraphStore::insert", "limit": 3}),
+    );
+    assert!(!error, "{text}");
+    assert!(
+        text.contains("`GraphStore::insert` (method) src/graph_store.rs:54-59"),
+        "{text}"
+    );
+    assert_eq!(data["hits"][0]["symbol"], "GraphStore::insert");
+    let (error, text, _) = mcp.call(
+        "search_code",
+        json!({"query": "insert", "language": "python"}),
+    );
+    assert!(!error && !text.contains(".rs:"), "{text}");
+    let (error, text, _) = mcp.call("search_code", json!({"query": "x", "language": "cobol"}));
+    assert!(error && text.contains("unknown language"), "{text}");
+
+    let (error, text, data) =
+        mcp.call("find_symbol", json!({"name": "RetryPolicy", "exact": true}));
+    assert!(!error, "{text}");
+    assert_eq!(data["symbols"][0]["qualified_name"], "RetryPolicy");
+    let (error, text, _) = mcp.call(
+        "find_symbol",
+        json!({"name": "NoSuchThingAnywhere", "exact": true}),
+    );
+    assert!(error && text.contains("no symbol"), "{text}");
+
+    // `lookup` is defined in graph_store.rs and called elsewhere in it.
+    let (error, text, data) = mcp.call("find_usages", json!({"symbol": "NodeSource::lookup"}));
+    assert!(!error, "{text}");
+    let files = data["files"].as_array().expect("files");
+    assert!(!files.is_empty(), "{text}");
+    for file in files {
+        for usage in file["usages"].as_array().unwrap() {
+            assert_ne!(
+                usage["symbol"], "NodeSource::lookup",
+                "the definition is left out: {text}"
+            );
+        }
+    }
+    assert!(text.contains("self.lookup(id)"), "{text}");
+
+    let (error, text, data) = mcp.call(
+        "get_code_context",
+        json!({"path": "src/graph_store.rs", "symbol": "GraphStore::insert"}),
+    );
+    assert!(!error, "{text}");
+    assert_eq!(data["start_line"], 54);
+    assert!(text.contains("pub fn insert("), "{text}");
+    let (error, text, _) = mcp.call(
+        "get_code_context",
+        json!({"path": "src/graph_store.rs", "start_line": 1, "end_line": 3}),
+    );
+    assert!(
+        !error && text.starts_with("src/graph_store.rs:1-3"),
+        "{text}"
+    );
+
+    // Paths outside the workspace are refused.
+    for path in ["../../etc/passwd", "/etc/passwd"] {
+        let (error, text, _) = mcp.call("get_code_context", json!({"path": path}));
+        assert!(error, "{path}: {text}");
+        assert!(
+            text.contains("outside the workspace") || text.contains("cannot open"),
+            "{text}"
+        );
+    }
+    // Bad arguments are a tool or protocol error; the server keeps going.
+    let bad = mcp.request(
+        "tools/call",
+        json!({"name": "search_code", "arguments": {"limit": 2}}),
+    );
+    assert!(
+        bad.get("error").is_some() || bad["result"]["isError"] == true,
+        "{bad}"
+    );
+
+    // An edit on disk shows in the next call.
+    ws.write("src/fresh.rs", "pub fn freshly_written_function() {}\n");
+    let (error, text, _) = mcp.call("find_symbol", json!({"name": "freshly_written_function"}));
+    assert!(!error && text.contains("src/fresh.rs"), "{text}");
+
+    drop(mcp.stdin);
+    let status = mcp.child.wait().expect("wait");
+    assert!(status.success(), "{status}");
+}

@@ -376,6 +376,18 @@ impl Index {
         Ok(stats)
     }
 
+    /// `path` (absolute or root-relative) as an absolute path and its
+    /// root-relative form, or `None` outside the root.
+    fn locate(&self, path: &Path) -> Option<(PathBuf, String)> {
+        let abs_path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        let rel_path = walk::relative_path(&self.root, &abs_path)?;
+        Some((abs_path, rel_path))
+    }
+
     /// Re-examines just these paths (absolute or root-relative), e.g. after
     /// an editor saved them. Missing files are removed from the index.
     pub fn update_paths(&self, paths: &[PathBuf]) -> Result<UpdateStats, IndexError> {
@@ -388,12 +400,7 @@ impl Index {
         let mut changed = Vec::new();
         let mut removed = Vec::new();
         for path in paths {
-            let abs_path = if path.is_absolute() {
-                path.clone()
-            } else {
-                self.root.join(path)
-            };
-            let Some(rel_path) = walk::relative_path(&self.root, &abs_path) else {
+            let Some((abs_path, rel_path)) = self.locate(path) else {
                 continue;
             };
             stats.files_scanned += 1;
@@ -448,12 +455,7 @@ impl Index {
         let mut changed = Vec::new();
         let mut texts = Buffers::default();
         for (path, text) in buffers {
-            let abs_path = if path.is_absolute() {
-                path.clone()
-            } else {
-                self.root.join(path)
-            };
-            let Some(rel_path) = walk::relative_path(&self.root, &abs_path) else {
+            let Some((abs_path, rel_path)) = self.locate(path) else {
                 continue;
             };
             let Some(language) = crate::chunk::detect_language(Path::new(&rel_path)) else {

@@ -323,26 +323,18 @@ async fn update_loop(state: Arc<State>) {
         let work = std::mem::take(&mut *state.pending.lock().unwrap_or_else(|e| e.into_inner()));
         for folder in state.folders() {
             let walk = work.walks.contains(&folder.root) || folder.index().is_none();
-            let paths: Vec<PathBuf> = work
-                .paths
-                .iter()
-                .filter(|p| state.folder_of(p).is_some_and(|f| Arc::ptr_eq(&f, &folder)))
-                .cloned()
-                .collect();
-            let buffers: Vec<PathBuf> = work
-                .buffers
-                .iter()
-                .filter(|p| state.folder_of(p).is_some_and(|f| Arc::ptr_eq(&f, &folder)))
-                .cloned()
-                .collect();
-            if !walk && paths.is_empty() && buffers.is_empty() {
+            let in_folder =
+                |p: &&PathBuf| state.folder_of(p).is_some_and(|f| Arc::ptr_eq(&f, &folder));
+            let paths: Vec<PathBuf> = work.paths.iter().filter(in_folder).cloned().collect();
+            let edited = work.buffers.iter().any(|p| in_folder(&p));
+            if !walk && paths.is_empty() && !edited {
                 continue;
             }
             let _busy = folder.busy.lock().await;
             if walk {
                 index_folder(&state, &folder).await;
             } else {
-                update_folder(&state, &folder, paths, buffers).await;
+                update_folder(&state, &folder, paths).await;
             }
         }
     }
@@ -428,12 +420,7 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
 
 /// Reindexes changed files, then open buffers' unsaved text, then embeds
 /// what changed.
-async fn update_folder(
-    state: &Arc<State>,
-    folder: &Arc<Folder>,
-    paths: Vec<PathBuf>,
-    buffers: Vec<PathBuf>,
-) {
+async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<PathBuf>) {
     let Some(index) = folder.index() else {
         return;
     };
@@ -452,8 +439,8 @@ async fn update_folder(
             Err(_) => folder.set_error(Some("index update stopped unexpectedly".into())),
         }
     }
-    // Disk updates replace buffer rows: index every dirty buffer again.
-    let _ = buffers;
+    // Disk updates replace buffer rows, and edited buffers are why we may
+    // be here at all: index every dirty buffer's text again.
     reapply_buffers(state, folder, &index).await;
     let priority: Vec<String> = paths
         .iter()

@@ -113,6 +113,11 @@ impl DiskText {
     pub fn set_text(&mut self, path: &str, text: String) {
         self.cache.insert(path.to_string(), Some(text));
     }
+
+    /// Whether `path`'s text was already read or set.
+    pub fn has_text(&self, path: &str) -> bool {
+        self.cache.contains_key(path)
+    }
 }
 
 impl TextSource for DiskText {

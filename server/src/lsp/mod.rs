@@ -743,6 +743,25 @@ impl Backend {
     }
 }
 
+/// Current text for a search: an open buffer if the file is open, else the
+/// disk; each file is fetched at most once, and only if a hit needs it.
+struct LiveText<'a> {
+    root: &'a Path,
+    overlay: &'a Overlay,
+    disk: DiskText,
+}
+
+impl crate::search::TextSource for LiveText<'_> {
+    fn text(&mut self, path: &str) -> Option<&str> {
+        if !self.disk.has_text(path) {
+            if let Some(buffer) = self.overlay.get(&self.root.join(path)) {
+                self.disk.set_text(path, buffer.text);
+            }
+        }
+        self.disk.text(path)
+    }
+}
+
 /// Runs a search over every folder and merges the hits by score.
 fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResponse {
     let engine = state.engine();
@@ -762,15 +781,11 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         };
         any = true;
         let snapshot = index.snapshot();
-        let mut text = DiskText::new(&folder.root);
-        for path in state.overlay.paths() {
-            if let (Some(rel), Some(buffer)) = (
-                crate::walk::relative_path(&folder.root, &path),
-                state.overlay.get(&path),
-            ) {
-                text.set_text(&rel, buffer.text);
-            }
-        }
+        let mut text = LiveText {
+            root: &folder.root,
+            overlay: &state.overlay,
+            disk: DiskText::new(&folder.root),
+        };
         let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
         if results.mode == "lexical" {
             response.mode = "lexical";

@@ -29,7 +29,7 @@ use tree_sitter::{Node, Parser, Point, QueryCursor, QueryMatch, Range, Streaming
 
 use super::lang::{Compiled, DocComments, Grammar, Role};
 use super::text::{clamp_to_char_boundary, collapse_whitespace};
-use super::types::{Chunk, ChunkKind};
+use super::types::{Chunk, ChunkKind, Language};
 
 /// Longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 300;
@@ -72,7 +72,13 @@ pub(crate) fn extract(
     options: Options,
 ) -> Option<Vec<Chunk>> {
     let compiled = grammar.compiled()?;
-    let tree = parse(compiled, text, None)?;
+    let tree = if matches!(grammar.language, Language::C | Language::Cpp) {
+        // Same bytes at the same offsets, minus the lines that only invoke
+        // a macro, so names and ranges still come from `text`.
+        parse(compiled, &blank_macro_lines(text), None)?
+    } else {
+        parse(compiled, text, None)?
+    };
     let mut extractor = Extractor {
         grammar,
         compiled,
@@ -83,6 +89,69 @@ pub(crate) fn extract(
     };
     extractor.collect(tree.root_node(), 0);
     Some(extractor.finish(path))
+}
+
+/// `text` with C/C++ macros a parser cannot expand turned into spaces:
+/// a line that is only an all-caps identifier (`FMT_BEGIN_NAMESPACE`,
+/// `ABSL_NAMESPACE_END`), and an all-caps identifier with an underscore
+/// written before another word (`FMT_CONSTEXPR auto f()`, `UV_EXTERN int
+/// uv_run(...)`). An unbalanced `namespace x {` hidden in a macro, or an
+/// unknown word before a declaration, makes tree-sitter misread the rest
+/// of the file and lose its definitions. Preprocessor lines are kept.
+/// Byte offsets do not change, so names and ranges still come from `text`.
+pub(crate) fn blank_macro_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut blank: Vec<(usize, usize)> = Vec::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if !trimmed.starts_with('#') {
+            let mut i = 0;
+            let b = line.as_bytes();
+            while i < b.len() {
+                if !is_word(b[i]) {
+                    i += 1;
+                    continue;
+                }
+                let start = i;
+                while i < b.len() && is_word(b[i]) {
+                    i += 1;
+                }
+                let word = &b[start..i];
+                let macro_like = word.len() >= 4
+                    && word[0].is_ascii_uppercase()
+                    && word.contains(&b'_')
+                    && word
+                        .iter()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_');
+                if !macro_like {
+                    continue;
+                }
+                let rest = &line[i..];
+                let after = rest.trim_start_matches([' ', '\t']);
+                let alone = line.trim() == std::str::from_utf8(word).unwrap_or("");
+                let before_word = after.len() < rest.len()
+                    && after
+                        .as_bytes()
+                        .first()
+                        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+                if alone || before_word {
+                    blank.push((line_start + start, line_start + i));
+                }
+            }
+        }
+        line_start += line.len();
+    }
+    if blank.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = bytes.to_vec();
+    for (start, end) in blank {
+        out[start..end].fill(b' ');
+    }
+    // Only ASCII word bytes were replaced by spaces.
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
 }
 
 /// Parses `text` (or only `range` of it, keeping the original positions)

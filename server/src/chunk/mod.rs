@@ -85,11 +85,15 @@ pub fn detect_language(path: &std::path::Path) -> Option<Language> {
 }
 
 /// Split one file into chunks. `path` is the root-relative path (used for Go package fallbacks and line-window names).
+/// A `.h` file detected as C is chunked as C++ when its text is C++.
 /// Never panics, whatever the bytes; a file with syntax errors still yields the definitions tree-sitter recovers.
 /// Output sorted by (byte_start, byte_end descending is fine).
 ///
 /// A grammar file without any definition (a script, a file the parser gave
-/// up on) is split into line windows instead, so that it stays searchable.
+/// up on) is split into line windows instead, so that it stays searchable;
+/// in a file with definitions, the text outside them (module docs,
+/// imports, top-level statements) becomes line windows too, so every line
+/// is in some chunk.
 pub fn chunk_file(path: &str, text: &str, language: Language) -> Vec<Chunk> {
     chunk_file_with(path, text, language, Options::default())
 }
@@ -115,6 +119,11 @@ pub(crate) fn chunk_file_with(
     if text.is_empty() {
         return Vec::new();
     }
+    let language = if language == Language::C && is_cpp_header(path, text) {
+        Language::Cpp
+    } else {
+        language
+    };
     match language {
         Language::Markdown => text::markdown_sections(path, text),
         Language::Text => text::line_windows(path, text, language),
@@ -123,12 +132,43 @@ pub(crate) fn chunk_file_with(
                 .and_then(|grammar| extract::extract(grammar, path, text, options))
                 .unwrap_or_default();
             if chunks.is_empty() {
-                text::line_windows(path, text, language)
-            } else {
-                chunks
+                return text::line_windows(path, text, language);
             }
+            let covered = chunks
+                .iter()
+                .map(|c| (c.byte_start as usize, c.byte_end as usize));
+            let gaps = text::gap_windows(path, text, language, covered);
+            if gaps.is_empty() {
+                return chunks;
+            }
+            let mut chunks = chunks;
+            chunks.extend(gaps);
+            chunks.sort_by_key(|c| (c.byte_start, std::cmp::Reverse(c.byte_end)));
+            chunks
         }
     }
+}
+
+/// A `.h` file written in C++ (a class, a namespace, a template, `std::`):
+/// the C grammar reads `class x {}` as a function and loses templates.
+fn is_cpp_header(path: &str, text: &str) -> bool {
+    const STARTS: [&str; 9] = [
+        "namespace ",
+        "template <",
+        "template<",
+        "class ",
+        "public:",
+        "private:",
+        "protected:",
+        "using namespace ",
+        "extern \"C++\"",
+    ];
+    path.ends_with(".h")
+        && (text.contains("std::")
+            || text.lines().any(|line| {
+                let line = line.trim_start();
+                STARTS.iter().any(|s| line.starts_with(s))
+            }))
 }
 
 #[cfg(test)]

@@ -50,8 +50,12 @@ fn assert_invariants(text: &str, chunks: &[Chunk]) {
 fn check(language: Language, source: &str, expect: &[(&str, &str, u32, u32)]) {
     let chunks = chunk_file("src/test_file", source, language);
     assert_invariants(source, &chunks);
+    // Gap windows (text outside definitions) are checked only by the cases
+    // that expect `lines` chunks.
+    let with_lines = expect.iter().any(|e| e.0 == "lines");
     let got: Vec<(&str, &str, u32, u32)> = chunks
         .iter()
+        .filter(|c| with_lines || c.kind != ChunkKind::Lines)
         .map(|c| {
             (
                 c.kind.name(),
@@ -733,6 +737,93 @@ fn grammar_file_without_definitions_gets_windows() {
         "print('hello')\nprint('world')\n",
         &[("lines", "src/test_file:1-2", 1, 2)],
     );
+}
+
+#[test]
+fn cpp_namespace_macros_do_not_hide_definitions() {
+    let source = "#include <x>\nFMT_BEGIN_NAMESPACE\nnamespace detail {\nstruct a {};\n}\n\n/** Args. */\ntemplate <typename Context> class basic_format_args {\n public:\n  FMT_ALWAYS_INLINE\n  int size() const { return 0; }\n};\nFMT_END_NAMESPACE\n";
+    let chunks = chunk_file("base.h", source, Language::Cpp);
+    assert_invariants(source, &chunks);
+    let class = find(&chunks, "basic_format_args");
+    assert_eq!((class.start_line, class.end_line), (7, 12), "{class:?}");
+    find(&chunks, "basic_format_args::size");
+    assert_eq!(
+        extract::blank_macro_lines(
+            "A_B\nint x;\n \u{a0}FMT_XY\r\nFMT_CONSTEXPR auto f() -> int;\n#define FMT_API x\nint y = MAX_SIZE + FMT_ENABLE_IF(x);\n"
+        ),
+        "A_B\nint x;\n \u{a0}      \r\n              auto f() -> int;\n#define FMT_API x\nint y = MAX_SIZE + FMT_ENABLE_IF(x);\n"
+    );
+    let source = "UV_EXTERN int uv_run(uv_loop_t* loop, uv_run_mode mode);\nFMT_CONSTEXPR20 auto size() const -> int { return 0; }\n";
+    let chunks = chunk_file("uv.h", source, Language::Cpp);
+    find(&chunks, "size");
+    // A C++ header found as C (`.h`) is chunked as C++.
+    let source = "namespace fmt {\ntemplate <typename T> class buffer {\n public:\n  int size() const { return 0; }\n};\n}\n";
+    let chunks = chunk_file("include/fmt/base.h", source, Language::C);
+    let class = find(&chunks, "fmt::buffer");
+    assert_eq!(
+        (class.kind, class.language),
+        (ChunkKind::Class, Language::Cpp)
+    );
+    let chunks = chunk_file("uv.h", "struct uv_loop_s { int x; };\n", Language::C);
+    assert!(chunks.iter().all(|c| c.language == Language::C));
+}
+
+#[test]
+fn text_outside_definitions_gets_gap_windows() {
+    // Module docs and imports before, a statement between and after the
+    // definitions: each gap becomes a window, definitions stay whole, and a
+    // gap of only a closing brace yields nothing.
+    check(
+        Language::Rust,
+        "//! Crate overview.\nuse std::io;\n\nfn a() {}\n\nmod m {\n    fn b() {}\n}\nstatic_assert!(size_of::<u8>() == 1);\n",
+        &[
+            ("lines", "src/test_file:1-2", 1, 2),
+            ("function", "a", 4, 4),
+            ("module", "m", 6, 8),
+            ("function", "m::b", 7, 7),
+            ("lines", "src/test_file:9-9", 9, 9),
+        ],
+    );
+    check(
+        Language::Python,
+        "import os\n\ndef f():\n    pass\n\nif __name__ == '__main__':\n    f()\n",
+        &[
+            ("lines", "src/test_file:1-1", 1, 1),
+            ("function", "f", 3, 4),
+            ("lines", "src/test_file:6-7", 6, 7),
+        ],
+    );
+    check(
+        Language::Go,
+        "package p\n\nfunc A() {}\n}\n",
+        &[
+            ("lines", "src/test_file:1-1", 1, 1),
+            ("function", "p.A", 3, 3),
+        ],
+    );
+}
+
+/// Every non-blank line of every fixture file lies inside some chunk.
+#[test]
+fn polyglot_fixture_every_line_is_in_a_chunk() {
+    for path in fixture_files() {
+        let text = std::fs::read_to_string(&path).expect("fixture file");
+        let Some(lang) = detect_language(&path) else {
+            continue;
+        };
+        let chunks = chunk_file("f", &text, lang);
+        for (i, line) in text.lines().enumerate() {
+            let n = i as u32 + 1;
+            if line.chars().filter(|c| c.is_alphanumeric()).count() < 3 {
+                continue;
+            }
+            assert!(
+                chunks.iter().any(|c| c.start_line <= n && n <= c.end_line),
+                "{}:{n} ({line:?}) is in no chunk",
+                path.display()
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------- Detection

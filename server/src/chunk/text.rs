@@ -172,6 +172,65 @@ pub(crate) fn line_windows(path: &str, text: &str, language: Language) -> Vec<Ch
     chunks
 }
 
+/// Line windows over the text that no definition covers: module docs,
+/// imports and top-level statements between (and around) the byte ranges
+/// in `covered` (sorted by start; nested ranges allowed). A gap of only
+/// whitespace and punctuation (a closing brace) yields nothing. Every line
+/// of a file with definitions is then inside some chunk.
+pub(crate) fn gap_windows(
+    path: &str,
+    text: &str,
+    language: Language,
+    covered: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<Chunk> {
+    let index = LineIndex::new(text);
+    let mut gaps = Vec::new();
+    let mut pos = 0usize;
+    for (start, end) in covered {
+        if start > pos {
+            gaps.push((pos, start));
+        }
+        pos = pos.max(end);
+    }
+    if pos < text.len() {
+        gaps.push((pos, text.len()));
+    }
+    let mut out = Vec::new();
+    for (start, end) in gaps {
+        let (Some(gap), true) = (text.get(start..end), start < end) else {
+            continue;
+        };
+        if gap.chars().filter(|c| c.is_alphanumeric()).count() < 3 {
+            continue;
+        }
+        // Whole lines: from the line holding the first non-blank byte to
+        // the end of the line holding the last one, clamped to the gap.
+        let first = start + gap.len() - gap.trim_start().len();
+        let last = start + gap.trim_end().len();
+        let line_start = index.starts[index.line_of(first) as usize - 1].max(start);
+        let line_end = index.line_end(index.line_of(last.saturating_sub(1)) as usize - 1);
+        let (from, to) = (
+            clamp_to_char_boundary(text, line_start),
+            clamp_to_char_boundary(text, line_end.min(end)),
+        );
+        let Some(body) = text.get(from..to) else {
+            continue;
+        };
+        let line_offset = index.line_of(from) - 1;
+        for mut chunk in line_windows(path, body, language) {
+            chunk.byte_start += to_u32(from);
+            chunk.byte_end += to_u32(from);
+            chunk.start_line += line_offset;
+            chunk.end_line += line_offset;
+            let name = format!("{path}:{}-{}", chunk.start_line, chunk.end_line);
+            chunk.name = name.clone();
+            chunk.qualified_name = name;
+            out.push(chunk);
+        }
+    }
+    out
+}
+
 fn next_char_boundary(text: &str, pos: usize) -> usize {
     let mut pos = pos.min(text.len());
     while pos < text.len() && !text.is_char_boundary(pos) {

@@ -263,6 +263,11 @@ pub fn chunk_text(
     // input"): the model's vocabulary splits joined identifiers badly.
     let mut words = String::new();
     let name = &*chunk.qualified_name;
+    let name = if chunk.kind == crate::chunk::ChunkKind::Lines {
+        ""
+    } else {
+        name
+    };
     for part in name.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
         crate::lexical::tokenize::split_parts(part, &mut |start, end| {
             if !words.is_empty() {
@@ -271,7 +276,11 @@ pub fn chunk_text(
             words.push_str(&part[start..end].to_lowercase());
         });
     }
-    let head = if words.is_empty() || words == name {
+    let head = if chunk.kind == crate::chunk::ChunkKind::Lines {
+        // A line window is named by its path and lines: left out, so a
+        // moved file keeps its vectors.
+        format!("({})", chunk.kind.name())
+    } else if words.is_empty() || words == name {
         format!("{} ({})", chunk.qualified_name, chunk.kind.name())
     } else {
         format!("{} ({}): {words}", chunk.qualified_name, chunk.kind.name())

@@ -350,9 +350,12 @@ impl SegmentBuilder {
         let mut chunk_ids = Vec::with_capacity(chunks.len());
         for (chunk, body) in chunks.into_iter().zip(bodies) {
             let local = self.chunks.len() as u32;
+            // A line window's name is its path and lines: the path field
+            // already holds the path, so it is not a name to match.
+            let named = chunk.kind != ChunkKind::Lines;
             self.lexical.add_doc(&DocFields {
-                name: &chunk.name,
-                qualified_name: &chunk.qualified_name,
+                name: if named { &chunk.name } else { "" },
+                qualified_name: if named { &chunk.qualified_name } else { "" },
                 path: file.path,
                 signature: &chunk.signature,
                 doc: &chunk.doc,

@@ -119,7 +119,8 @@ enum Command {
     },
     /// Search the workspace; brings the index up to date first.
     Search {
-        query: String,
+        #[arg(required_unless_present = "queries")]
+        query: Option<String>,
         #[arg(long, default_value = ".")]
         root: PathBuf,
         #[arg(long, default_value_t = 10)]
@@ -128,9 +129,19 @@ enum Command {
         json: bool,
         #[command(flatten)]
         filter: FilterArgs,
-        /// Most hits per file before other files get a turn (0 = no cap).
+        /// Per-file diversity: 0 turns it off; otherwise each further hit
+        /// from one file counts half (`--rank saturation=0` makes this a hard
+        /// cap of N hits per file before other files get a turn).
         #[arg(long, default_value_t = 2)]
         per_file_cap: usize,
+        /// Set a ranking knob (repeatable; `file=0.3`, `fuse.dense=0.5`): for
+        /// benchmark ablations, see `SearchOptions::tune`.
+        #[arg(long, value_name = "KEY=VALUE")]
+        rank: Vec<String>,
+        /// Run every query of this file (one JSON string per line) instead
+        /// of QUERY, printing one JSON result per line.
+        #[arg(long, value_name = "FILE")]
+        queries: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -396,9 +407,39 @@ fn run(cli: Cli) -> Result<()> {
             json,
             filter,
             per_file_cap,
+            rank,
+            queries,
             common,
         } => {
+            let query = query.unwrap_or_default();
             let filter = Filter::new(&filter.path, &filter.exclude, &filter.lang, &filter.kind)?;
+            let mut options = SearchOptions {
+                limit,
+                per_file_cap,
+                filter,
+                ..SearchOptions::default()
+            };
+            for knob in &rank {
+                let (key, value) = knob
+                    .split_once('=')
+                    .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))?;
+                options.tune(key, value).map_err(anyhow::Error::msg)?;
+            }
+            let batch = queries
+                .map(|file| -> Result<Vec<String>> {
+                    let text = std::fs::read_to_string(&file)
+                        .with_context(|| format!("reading {}", file.display()))?;
+                    text.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .enumerate()
+                        .map(|(i, line)| {
+                            serde_json::from_str::<String>(line).with_context(|| {
+                                format!("{}:{}: not a JSON string", file.display(), i + 1)
+                            })
+                        })
+                        .collect()
+                })
+                .transpose()?;
             let index = open(root, &common)?;
             refresh(&index, true)?;
             let engine = dense_engine(&common, false);
@@ -413,12 +454,15 @@ fn run(cli: Cli) -> Result<()> {
                     .context("embedding changed chunks")?;
             }
             let snapshot = index.snapshot();
-            let options = SearchOptions {
-                limit,
-                per_file_cap,
-                filter,
-                ..SearchOptions::default()
-            };
+            if let Some(batch) = batch {
+                for query in &batch {
+                    let mut text = DiskText::new(index.root());
+                    let results =
+                        search::search_with(&snapshot, query, &options, &mut text, Some(&engine));
+                    writeln!(out, "{}", serde_json::to_string(&results)?)?;
+                }
+                return Ok(());
+            }
             let mut text = DiskText::new(index.root());
             let results =
                 search::search_with(&snapshot, &query, &options, &mut text, Some(&engine));

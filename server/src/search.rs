@@ -15,9 +15,9 @@ use crate::dense::DenseEngine;
 use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
-use crate::lexical::{score_term, Accumulator, Query};
+use crate::lexical::{score_term, Accumulator, Bm25Config, Query};
 use crate::rank::signals::{self, stem, ChunkFacts, QueryFacts, Signals};
-use crate::rank::{cap_per_file, fuse, promote, Branch, FuseConfig, Fused};
+use crate::rank::{cap_per_file, fuse, promote, saturate_per_file, Branch, FuseConfig, Fused};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -52,9 +52,13 @@ pub struct SearchOptions {
     pub limit: usize,
     /// RRF constant, per-branch depth and weights.
     pub fuse: FuseConfig,
-    /// Most hits from one file before other files get a turn (0 = no cap);
-    /// exact and symbol-name hits are exempt, and deferred hits backfill.
+    /// 0 turns per-file diversity off. Otherwise, with `file_saturation`
+    /// 0: most hits from one file before other files get a turn; exact and
+    /// symbol-name hits are exempt, and deferred hits backfill.
     pub per_file_cap: usize,
+    /// Soft per-file diversity instead of the cap: the n-th hit of a file
+    /// counts `file_saturation^(n-1)` of its score (0 = use the cap).
+    pub file_saturation: f32,
     /// Lines of text in each hit's snippet.
     pub snippet_lines: usize,
     /// Phrase candidates verified against their text, best first.
@@ -68,6 +72,8 @@ pub struct SearchOptions {
     pub exact_priority: bool,
     /// Code-aware ranking signals.
     pub signals: Signals,
+    /// BM25F parameters in place of the index's (tuning runs).
+    pub bm25: Option<Bm25Config>,
 }
 
 impl Default for SearchOptions {
@@ -76,13 +82,88 @@ impl Default for SearchOptions {
             limit: 10,
             fuse: FuseConfig::default(),
             per_file_cap: 2,
+            file_saturation: 0.5,
             snippet_lines: 6,
             max_phrase_checks: 200,
             filter: Filter::default(),
             branches: Branches::default(),
             exact_priority: true,
             signals: Signals::default(),
+            bm25: None,
         }
+    }
+}
+
+impl SearchOptions {
+    /// Sets one ranking knob by name (`quarry search --rank KEY=VALUE`, used
+    /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`,
+    /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`, `cap`,
+    /// `saturation`, `exact` (0/1),
+    /// `definition`, `symbol_query`, `prose_dense`, `test`, `vendored`,
+    /// `generated`, `minified`, `example`, `barrel`, `compat`,
+    /// `declaration`, `coherence`, `stems` (0/1), `docs`,
+    /// `config`, `path`, `file`, `short`, `outside`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// of name, qualified, path, doc, body.
+    pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let number: f32 = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--rank {key}: {value:?} is not a number"))?;
+        let flag = number != 0.0;
+        let signals = &mut self.signals;
+        match key {
+            "fuse.k" => self.fuse.k = number,
+            "fuse.depth" => self.fuse.depth = Some(number.max(1.0) as usize),
+            "fuse.lexical" => self.fuse.weights[0] = number,
+            "fuse.dense" => self.fuse.weights[1] = number,
+            "fuse.symbol" => self.fuse.weights[2] = number,
+            "fuse.dense_alone" => self.fuse.dense_alone = number,
+            "cap" => self.per_file_cap = number.max(0.0) as usize,
+            "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
+            "exact" => self.exact_priority = flag,
+            "definition" => signals.definition = number,
+            "symbol_query" => signals.symbol_query_weight = number,
+            "prose_dense" => signals.prose_dense_weight = number,
+            "test" => signals.penalties.test = number,
+            "vendored" => signals.penalties.vendored = number,
+            "generated" => signals.penalties.generated = number,
+            "minified" => signals.penalties.minified = number,
+            "example" => signals.penalties.example = number,
+            "barrel" => signals.penalties.barrel = number,
+            "compat" => signals.penalties.compat = number,
+            "declaration" => signals.penalties.declaration = number,
+            "coherence" => signals.file_coherence = number,
+            "stems" => signals.stems = flag,
+            "docs" => signals.content.docs = number,
+            "config" => signals.content.config = number,
+            "path" => signals.path_match = number,
+            "file" => signals.file_evidence = number,
+            "short" => signals.short_chunk = number,
+            "outside" => signals.outside_definitions = number,
+            _ => {
+                let Some(rest) = key.strip_prefix("bm25.") else {
+                    return Err(format!("--rank: unknown knob {key:?}"));
+                };
+                let bm25 = self.bm25.get_or_insert_with(Bm25Config::default);
+                if rest == "k1" {
+                    bm25.k1 = number;
+                    return Ok(());
+                }
+                let (field, param) = rest
+                    .split_once('.')
+                    .ok_or_else(|| format!("--rank: unknown knob {key:?}"))?;
+                let slot = ["name", "qualified", "path", "doc", "body"]
+                    .iter()
+                    .position(|f| *f == field)
+                    .ok_or_else(|| format!("--rank: unknown BM25 field in {key:?}"))?;
+                match param {
+                    "w" => bm25.fields[slot].weight = number,
+                    "b" => bm25.fields[slot].b = number,
+                    _ => return Err(format!("--rank: unknown knob {key:?}")),
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -249,8 +330,8 @@ struct LexicalHit {
 
 /// Hybrid search: the lexical, dense and symbol-name branches each fetch
 /// `depth` candidates and are fused with RRF. Chunks that contain every
-/// quoted phrase verbatim come first; with a quoted phrase, only chunks
-/// holding all its words are returned. Without a usable model or vector
+/// quoted phrase verbatim come first; otherwise a phrase counts as its
+/// words, so an unmatched phrase never empties the result. Without a usable model or vector
 /// index the dense branch is skipped and the results say why.
 pub fn search_with(
     snapshot: &Snapshot,
@@ -292,7 +373,6 @@ pub fn search_with(
     } else {
         Vec::new()
     };
-    let phrase_query = !query.phrases.is_empty();
     let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
     // One symbol search serves the symbol branch and exact-name priority.
     let identifier = looks_like_identifier(query_text);
@@ -322,10 +402,6 @@ pub fn search_with(
     let mut fused = fuse(&lists, &fuse_config);
     let lexical_info: FxHashMap<u32, &LexicalHit> =
         lexical.iter().map(|h| (h.chunk_id, h)).collect();
-    if phrase_query && options.branches.lexical {
-        // A quoted phrase is a filter: dense and symbol hits only re-rank.
-        fused.retain(|f| lexical_info.contains_key(&f.chunk_id));
-    }
     let query_facts = QueryFacts::new(query_text);
     signals::apply(&mut fused, &options.signals, &query_facts, |id| {
         snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
@@ -333,6 +409,8 @@ pub fn search_with(
             name: &chunk.name,
             qualified_name: &chunk.qualified_name,
             kind: chunk.kind,
+            language: chunk.language,
+            lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
         })
     });
     let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
@@ -359,17 +437,29 @@ pub fn search_with(
         }));
         promote(&mut fused, |f| is_exact(f) || is_phrase(f));
     }
-    let fused = cap_per_file(
-        fused,
-        options.limit,
-        options.per_file_cap,
-        |f| {
-            snapshot
-                .chunk(f.chunk_id)
-                .map_or("", |(seg, chunk)| seg.path_of(chunk))
-        },
-        |f| (options.exact_priority && is_exact(f)) || f.rank(Branch::Symbol).is_some(),
-    );
+    let path_of = |f: &Fused| {
+        snapshot
+            .chunk(f.chunk_id)
+            .map_or("", |(seg, chunk)| seg.path_of(chunk))
+    };
+    let fused = if options.per_file_cap == 0 {
+        // Per-file diversity off.
+        fused.into_iter().take(options.limit).collect()
+    } else if options.file_saturation > 0.0 {
+        saturate_per_file(
+            fused,
+            options.limit,
+            options.file_saturation,
+            path_of,
+            |f| f.score,
+            |f| options.exact_priority && (is_exact(f) || is_phrase(f)),
+            |f| f.rank(Branch::Symbol).is_some(),
+        )
+    } else {
+        cap_per_file(fused, options.limit, options.per_file_cap, path_of, |f| {
+            (options.exact_priority && is_exact(f)) || f.rank(Branch::Symbol).is_some()
+        })
+    };
     for f in fused {
         let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
             continue;
@@ -567,9 +657,9 @@ fn symbol_branch(
     }
 }
 
-/// BM25F over every segment. Candidates must contain every token of every
-/// quoted phrase; those whose current text holds the exact phrase are
-/// flagged. Best first.
+/// BM25F over every segment. Candidates whose current text holds every
+/// quoted phrase are flagged and come first; the rest follow in score
+/// order. Best first.
 fn lexical_branch(
     snapshot: &Snapshot,
     query: &Query,
@@ -581,33 +671,68 @@ fn lexical_branch(
     if query.is_empty() {
         return Vec::new();
     }
-    let n_terms = query.terms.len().min(MAX_QUERY_TERMS);
+    // A long query (an issue text) can hold hundreds of words: score the
+    // MAX_QUERY_TERMS that weigh most (weight x idf); words found nowhere
+    // count for nothing.
+    let mut selected: Vec<usize> = (0..query.terms.len()).collect();
+    if selected.len() > MAX_QUERY_TERMS {
+        let worth: Vec<f32> = query
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, term)| {
+                let df = global_df(snapshot, term);
+                if df == 0 {
+                    -1.0
+                } else {
+                    query.weight(i) * snapshot.stats.idf(df)
+                }
+            })
+            .collect();
+        selected.sort_by(|&a, &b| worth[b].total_cmp(&worth[a]).then(a.cmp(&b)));
+        selected.truncate(MAX_QUERY_TERMS);
+        selected.sort_unstable();
+    }
+    let bit_of: FxHashMap<usize, usize> = selected
+        .iter()
+        .enumerate()
+        .map(|(bit, &term)| (term, bit))
+        .collect();
     let phrase_masks: Vec<u64> = query
         .phrases
         .iter()
         .map(|p| {
             p.term_idx
                 .iter()
-                .filter(|i| **i < n_terms)
-                .fold(0u64, |mask, i| mask | (1 << i))
+                .filter_map(|i| bit_of.get(i))
+                .fold(0u64, |mask, bit| mask | (1 << bit))
         })
         .collect();
+    let selected_terms: Vec<String> = selected.iter().map(|&i| query.terms[i].clone()).collect();
     // The terms scored: the query's own, then (with stems on) words of the
     // index that share a stem with a query word, each counting as that word.
-    let mut scored: Vec<ScoredTerm> = query.terms[..n_terms]
+    let mut scored: Vec<ScoredTerm> = selected
         .iter()
         .enumerate()
-        .map(|(bit, term)| ScoredTerm {
-            term: term.clone(),
+        .map(|(bit, &i)| ScoredTerm {
+            term: query.terms[i].clone(),
             bit,
-            weight: 1.0,
+            weight: query.weight(i),
         })
         .collect();
     if options.signals.stems {
         let in_phrase = phrase_masks.iter().fold(0u64, |all, m| all | m);
-        for bit in 0..n_terms {
+        for bit in 0..selected_terms.len() {
             if in_phrase & (1 << bit) == 0 {
-                scored.extend(stem_variants(snapshot, &query.terms[..n_terms], bit));
+                let weight = scored[bit].weight;
+                scored.extend(
+                    stem_variants(snapshot, &selected_terms, bit)
+                        .into_iter()
+                        .map(|v| ScoredTerm {
+                            weight: v.weight * weight,
+                            ..v
+                        }),
+                );
             }
         }
     }
@@ -630,16 +755,34 @@ fn lexical_branch(
             }
         }
     }
-    let k = if query.phrases.is_empty() {
-        depth
+    let bm25 = options.bm25.as_ref().unwrap_or(&snapshot.bm25);
+    // Evidence that the chunk's whole file matches (BM25 over the file's
+    // summed term frequencies), added to each chunk's own score.
+    let file_weight = options.signals.file_evidence;
+    let mut top = TopK::new(depth);
+    // Chunks holding every token of every phrase: checked for the exact
+    // phrase below.
+    let mut phrase_top = TopK::new(if phrase_masks.is_empty() {
+        0
     } else {
-        depth.max(options.max_phrase_checks)
-    };
-    let mut top = TopK::new(k);
+        options.max_phrase_checks.max(depth)
+    });
     ACCUMULATOR.with(|acc| {
         let mut acc = acc.borrow_mut();
         for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
-            acc.reset(segment.chunks.len());
+            let group_of = |doc: u32| {
+                segment
+                    .chunks
+                    .get(doc as usize)
+                    .map_or(usize::MAX, |c| c.path_idx as usize)
+            };
+            let group_of: Option<&dyn Fn(u32) -> usize> = (file_weight > 0.0).then_some(&group_of);
+            let n_groups = if group_of.is_some() {
+                segment.paths.len()
+            } else {
+                0
+            };
+            acc.reset(segment.chunks.len(), n_groups);
             for (i, ord) in ords.iter().enumerate() {
                 if let Some(ord) = ord {
                     let idf = snapshot.stats.idf(df[i]) * scored[i].weight;
@@ -649,26 +792,33 @@ fn lexical_branch(
                         scored[i].bit,
                         idf,
                         &snapshot.stats,
-                        &snapshot.bm25,
+                        bm25,
                         &mut acc,
+                        group_of,
                     );
                 }
             }
             for &doc in &acc.touched {
-                let matched = acc.matched[doc as usize];
-                if phrase_masks.iter().any(|m| matched & m != *m) {
-                    continue;
-                }
                 let Some(chunk) = segment.chunks.get(doc as usize) else {
                     continue;
                 };
                 if !snapshot.is_live(chunk.chunk_id) || !filter.accepts_in(segment, chunk) {
                     continue;
                 }
-                top.push(Candidate {
-                    score: acc.scores[doc as usize],
+                let mut score = acc.scores[doc as usize];
+                if file_weight > 0.0 {
+                    let file = acc.group_scores.get(chunk.path_idx as usize);
+                    score += file_weight * file.copied().unwrap_or(0.0);
+                }
+                let candidate = Candidate {
+                    score,
                     chunk_id: chunk.chunk_id,
-                });
+                };
+                let matched = acc.matched[doc as usize];
+                if !phrase_masks.is_empty() && phrase_masks.iter().all(|m| matched & m == *m) {
+                    phrase_top.push(candidate);
+                }
+                top.push(candidate);
             }
         }
     });
@@ -682,26 +832,55 @@ fn lexical_branch(
             })
             .collect();
     }
+    // Chunks whose current text holds every phrase come first, in score
+    // order; then every other candidate, phrases counting as plain words.
+    // An unmatched phrase never empties the result.
     let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
-    let mut hits: Vec<LexicalHit> = candidates
+    let verified: Vec<u32> = phrase_top
+        .into_sorted()
         .into_iter()
-        .map(|c| {
-            let phrase = snapshot.chunk(c.chunk_id).is_some_and(|(seg, chunk)| {
+        .filter(|c| {
+            snapshot.chunk(c.chunk_id).is_some_and(|(seg, chunk)| {
                 text.text(seg.path_of(chunk)).is_some_and(|file| {
                     let body = normalize(chunk_text(file, chunk));
                     phrases.iter().all(|p| body.contains(p.as_str()))
                 })
-            });
-            LexicalHit {
-                chunk_id: c.chunk_id,
-                phrase,
-            }
+            })
+        })
+        .map(|c| c.chunk_id)
+        .collect();
+    let verified_set: rustc_hash::FxHashSet<u32> = verified.iter().copied().collect();
+    let mut hits: Vec<LexicalHit> = verified
+        .into_iter()
+        .map(|chunk_id| LexicalHit {
+            chunk_id,
+            phrase: true,
         })
         .collect();
-    // Verified phrase matches first, score order within each group.
-    hits.sort_by_key(|h| !h.phrase);
+    hits.extend(
+        candidates
+            .into_iter()
+            .filter(|c| !verified_set.contains(&c.chunk_id))
+            .map(|c| LexicalHit {
+                chunk_id: c.chunk_id,
+                phrase: false,
+            }),
+    );
     hits.truncate(depth);
     hits
+}
+
+/// Documents holding `term`, over every segment.
+fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
+    snapshot
+        .segments
+        .iter()
+        .filter_map(|s| {
+            s.lexical
+                .term_ordinal(term)
+                .map(|ord| u64::from(s.lexical.df(ord)))
+        })
+        .sum()
 }
 
 /// One term the lexical branch scores.

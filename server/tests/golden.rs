@@ -128,3 +128,33 @@ fn quoted_error_string_is_a_verified_phrase_match() {
         .collect();
     assert!(body.join("\n").contains("graph_store mutex poisoned"));
 }
+
+#[test]
+fn an_unmatched_or_unbalanced_phrase_never_empties_the_result() {
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index fixture");
+    let snapshot = index.snapshot();
+    let mut text = DiskText::new(index.root());
+    let options = SearchOptions::default();
+    // A quoted message found nowhere: its words still count.
+    let hits = search(
+        &snapshot,
+        "\"graph store lookup exploded\" GraphStore",
+        &options,
+        &mut text,
+    )
+    .hits;
+    assert!(!hits.is_empty(), "an unmatched phrase emptied the result");
+    assert!(hits.iter().all(|h| !h.sources.contains(&"phrase")));
+    assert!(hits.iter().any(|h| h.symbol.starts_with("GraphStore")));
+    // An issue text: an unbalanced quote, a quoted word, a verified message.
+    let issue = "After upgrading, the graph store panics when two threads insert at once. \
+                 The log says \"graph_store mutex poisoned\" and then the 'lookup' of the \
+                 node fails with \"unexpected state. I think GraphStore::insert should not \
+                 hold the lock while it calls back into user code.";
+    let hits = search(&snapshot, issue, &options, &mut text).hits;
+    assert!(hits.len() >= 5, "issue text gave {} hits", hits.len());
+    let first = hits.first().expect("a hit");
+    assert!(first.sources.contains(&"phrase"), "{first:?}");
+}

@@ -44,19 +44,22 @@ fn run(
         .collect()
 }
 
+/// The hard per-file cap (soft saturation off).
+fn hard_cap(limit: usize, per_file_cap: usize) -> SearchOptions {
+    SearchOptions {
+        limit,
+        per_file_cap,
+        file_saturation: 0.0,
+        ..SearchOptions::default()
+    }
+}
+
 #[test]
 fn per_file_cap_lets_other_files_in_and_backfills() {
     let ws = crowded_workspace();
     // A natural-language query: no symbol branch, so the cap applies.
     let query = "spend or refill a token";
-    let capped = run(
-        &ws,
-        query,
-        &SearchOptions {
-            limit: 4,
-            ..SearchOptions::default()
-        },
-    );
+    let capped = run(&ws, query, &hard_cap(4, 2));
     let paths: Vec<&str> = capped.iter().map(|h| h.0.as_str()).collect();
     assert_eq!(
         paths.iter().filter(|p| **p == "src/crowded.rs").count(),
@@ -68,15 +71,7 @@ fn per_file_cap_lets_other_files_in_and_backfills() {
     // Never reordered: scores do not increase down the list.
     assert!(capped.windows(2).all(|w| w[0].2 >= w[1].2), "{capped:?}");
 
-    let uncapped = run(
-        &ws,
-        query,
-        &SearchOptions {
-            limit: 4,
-            per_file_cap: 0,
-            ..SearchOptions::default()
-        },
-    );
+    let uncapped = run(&ws, query, &hard_cap(4, 0));
     let n_crowded = uncapped.iter().filter(|h| h.0 == "src/crowded.rs").count();
     assert!(
         n_crowded >= 3,
@@ -84,15 +79,44 @@ fn per_file_cap_lets_other_files_in_and_backfills() {
     );
 
     // Fewer other files than slots: the crowded file fills the rest.
+    let wide = run(&ws, query, &hard_cap(6, 2));
+    assert_eq!(wide.len(), 6);
+}
+
+#[test]
+fn soft_saturation_lets_other_files_in_without_a_hard_cap() {
+    let ws = crowded_workspace();
+    let query = "spend or refill a token";
+    let options = SearchOptions {
+        limit: 4,
+        ..SearchOptions::default()
+    };
+    assert!(options.file_saturation > 0.0, "saturation is the default");
+    let hits = run(&ws, query, &options);
+    let paths: Vec<&str> = hits.iter().map(|h| h.0.as_str()).collect();
+    assert!(paths.contains(&"src/other.rs"), "{paths:?}");
+    assert_eq!(hits.len(), 4);
+    // The first hit of another file beats a third hit of the crowded one.
+    let other = paths.iter().position(|p| *p == "src/other.rs");
+    let third_crowded = paths
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| **p == "src/crowded.rs")
+        .nth(2)
+        .map(|(i, _)| i);
+    if let (Some(other), Some(third)) = (other, third_crowded) {
+        assert!(other < third, "{paths:?}");
+    }
+    // Wide enough: every file that matched is listed.
     let wide = run(
         &ws,
         query,
         &SearchOptions {
-            limit: 6,
+            limit: 7,
             ..SearchOptions::default()
         },
     );
-    assert_eq!(wide.len(), 6);
+    assert_eq!(wide.len(), 7, "{wide:?}");
 }
 
 #[test]

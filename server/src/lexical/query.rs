@@ -14,6 +14,10 @@ pub struct Query {
     pub raw: String,
     /// Distinct tokens to score, in first-seen order.
     pub terms: Vec<String>,
+    /// How much each term counts (multiplies its idf), indexed like
+    /// `terms`: 1 for short queries; in a long query, code-like evidence
+    /// (identifiers, paths, backticked words) and repeated words count more.
+    pub weights: Vec<f32>,
     /// Quoted phrases, in order.
     pub phrases: Vec<Phrase>,
 }
@@ -22,9 +26,22 @@ pub struct Query {
 pub struct Phrase {
     /// The phrase as typed, without its quotes.
     pub text: String,
-    /// Indices into `Query::terms` that must all occur in a chunk.
+    /// Indices into `Query::terms`; a chunk holding all of them is checked
+    /// for the exact phrase.
     pub term_idx: Vec<usize>,
 }
+
+/// From this many plain words on, a query is long (an issue text, a stack
+/// trace) and its terms are weighted by evidence.
+pub const LONG_QUERY_WORDS: usize = 12;
+/// Weight of a term from a code-like word of a long query.
+const CODE_EVIDENCE_WEIGHT: f32 = 2.0;
+/// How much each repetition of a term adds in a long query (log-scaled).
+const REPEAT_WEIGHT: f32 = 0.5;
+/// Weight of a name assigned in a pasted snippet (`expr1 = ...`).
+const LOCAL_NAME_WEIGHT: f32 = 0.5;
+/// Fewest terms of a phrase that ranks first in a long query.
+const LONG_QUERY_MIN_PHRASE_TERMS: usize = 3;
 
 impl Query {
     pub fn parse(raw: &str) -> Query {
@@ -32,6 +49,8 @@ impl Query {
             raw: raw.to_string(),
             ..Query::default()
         };
+        // Per term: occurrences and whether any occurrence looked like code.
+        let mut seen: Vec<(u32, bool)> = Vec::new();
         let mut words_text = String::new();
         let mut rest = raw;
         while let Some(open) = rest.find('"') {
@@ -44,7 +63,7 @@ impl Query {
                     if !text.is_empty() {
                         let mut term_idx = Vec::new();
                         tokenize(text, &mut |t| {
-                            let idx = query.intern(t);
+                            let idx = query.intern(t, &mut seen, false);
                             if !term_idx.contains(&idx) {
                                 term_idx.push(idx);
                             }
@@ -68,36 +87,102 @@ impl Query {
 
         let mut plain = Vec::new();
         let mut all_stop = true;
-        for word in words_text.split_whitespace() {
+        let mut in_backticks = false;
+        let words: Vec<&str> = words_text.split_whitespace().collect();
+        // `x = ...` in a pasted snippet: `x` is a local name of the example,
+        // not a name in the code base.
+        let assigned: Vec<bool> = (0..words.len())
+            .map(|i| words.get(i + 1).is_some_and(|next| *next == "="))
+            .collect();
+        for &word in &words {
             let stop = is_plain_lowercase(word) && is_stopword(strip_punct(word));
             all_stop &= stop;
-            plain.push((word, stop));
+            // `code` spans: a backtick opens or closes one (an odd count).
+            let ticks = word.matches('`').count();
+            let code = in_backticks || ticks > 0 || looks_like_code(word);
+            if ticks % 2 == 1 {
+                in_backticks = !in_backticks;
+            }
+            plain.push((word, stop, code));
         }
-        for (word, stop) in plain {
+        let mut local = vec![false; seen.len()];
+        for (i, &(word, stop, code)) in plain.iter().enumerate() {
             // A query made only of stopwords keeps them: something beats nothing.
             if stop && !all_stop {
                 continue;
             }
             tokenize(word, &mut |t| {
-                query.intern(t);
+                let idx = query.intern(t, &mut seen, code);
+                local.resize(seen.len(), false);
+                local[idx] |= assigned[i];
             });
         }
+        let long = plain.iter().filter(|(_, stop, _)| !stop).count() >= LONG_QUERY_WORDS;
+        if long {
+            // In a long text, quoted single words and short strings ("foo",
+            // "x") are example values, not messages to find: they count as
+            // words. Longer phrases (an error message) still rank first
+            // when verified.
+            query
+                .phrases
+                .retain(|p| p.term_idx.len() >= LONG_QUERY_MIN_PHRASE_TERMS);
+        }
+        query.weights = seen
+            .iter()
+            .zip(&local)
+            .map(|(&(count, code), &local)| {
+                if !long {
+                    return 1.0;
+                }
+                let base = if local {
+                    LOCAL_NAME_WEIGHT
+                } else if code {
+                    CODE_EVIDENCE_WEIGHT
+                } else {
+                    1.0
+                };
+                base * (1.0 + REPEAT_WEIGHT * (count as f32).ln())
+            })
+            .collect();
         query
     }
 
-    fn intern(&mut self, term: &str) -> usize {
-        match self.terms.iter().position(|t| t == term) {
+    fn intern(&mut self, term: &str, seen: &mut Vec<(u32, bool)>, code: bool) -> usize {
+        let idx = match self.terms.iter().position(|t| t == term) {
             Some(idx) => idx,
             None => {
                 self.terms.push(term.to_string());
+                seen.push((0, false));
                 self.terms.len() - 1
             }
-        }
+        };
+        seen[idx].0 += 1;
+        seen[idx].1 |= code;
+        idx
     }
 
     pub fn is_empty(&self) -> bool {
         self.terms.is_empty()
     }
+
+    /// The weight of term `idx` (1 when out of range).
+    pub fn weight(&self, idx: usize) -> f32 {
+        self.weights.get(idx).copied().unwrap_or(1.0)
+    }
+}
+
+/// A word written like code: `snake_case`, `camelCase`, `a::b`, `a.b()`,
+/// a path with a file extension.
+fn looks_like_code(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+    let inner_upper = word.char_indices().any(|(i, c)| i > 0 && c.is_uppercase())
+        && word.chars().any(char::is_lowercase);
+    word.contains('_')
+        || word.contains("::")
+        || word.contains('/')
+        || word.contains("()")
+        || inner_upper
+        || (word.contains('.') && word.split('.').all(|p| !p.is_empty()))
 }
 
 fn strip_punct(word: &str) -> &str {
@@ -150,6 +235,38 @@ mod tests {
             &["graph_store", "graph", "store", "mutex", "poisoned", "lock"],
             &[("graph_store mutex poisoned", &[0, 1, 2, 3, 4])],
         );
+    }
+
+    #[test]
+    fn long_queries_weight_code_evidence_and_repeats() {
+        let q = Query::parse(
+            "When I call the parser on a file with a `BOM` header the reader fails, \
+             see src/io/reader.py and parse_header: the parser fails again and again",
+        );
+        let w = |t: &str| q.weight(q.terms.iter().position(|x| x == t).expect(t));
+        assert_eq!(w("call"), 1.0);
+        assert_eq!(w("bom"), 2.0);
+        assert_eq!(w("parse_header"), 2.0);
+        assert!(w("reader") > 2.0, "a path word, seen twice");
+        assert!(
+            w("fails") > 1.0 && w("fails") < 2.0,
+            "a prose word, seen twice"
+        );
+        // Names assigned in a snippet are the example's locals; short quoted
+        // values are plain words in a long text, messages stay phrases.
+        let q = Query::parse(
+            "Calling simplify on the sum fails when I build the expression like this in \
+             the shell: expr1 = Symbol(\"x\") + cos_term and the error reads \
+             \"cannot simplify nested cosine terms\" every time",
+        );
+        let w = |t: &str| q.weight(q.terms.iter().position(|x| x == t).expect(t));
+        assert_eq!(w("expr1"), 0.5);
+        assert_eq!(w("cos_term"), 2.0);
+        let phrases: Vec<&str> = q.phrases.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(phrases, ["cannot simplify nested cosine terms"]);
+        // Short queries weigh every term alike.
+        let q = Query::parse("parse_header reader fails");
+        assert!(q.weights.iter().all(|w| *w == 1.0));
     }
 
     #[test]

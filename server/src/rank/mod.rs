@@ -3,7 +3,7 @@
 //! exact-match priority and the per-file cap with backfill.
 //!
 //! Owns: `FuseConfig` (k, depth, per-branch weights), `fuse`,
-//! `promote` and `cap_per_file`.
+//! `promote`, `cap_per_file` and `saturate_per_file`.
 //! Invariants: ranks are 1-based; a chunk's fused score only depends on its
 //! ranks; ties break on the best single rank, then on chunk id, so output
 //! is deterministic; every fused hit remembers its rank in each branch.
@@ -46,6 +46,10 @@ pub struct FuseConfig {
     pub depth: Option<usize>,
     /// Weight of each branch, indexed like `Branch::ALL`.
     pub weights: [f32; 3],
+    /// Multiplier for a hit only the dense branch found: a weak dense list
+    /// should re-rank what the other branches agree on more than it adds
+    /// noise of its own (1 = plain RRF).
+    pub dense_alone: f32,
 }
 
 impl Default for FuseConfig {
@@ -54,6 +58,7 @@ impl Default for FuseConfig {
             k: 60.0,
             depth: None,
             weights: [1.0, 1.0, 1.0],
+            dense_alone: 1.0,
         }
     }
 }
@@ -119,6 +124,13 @@ pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<Fused> {
             }
             entry.ranks[branch.slot()] = Some(rank);
             entry.score += weight / (config.k + rank as f32);
+        }
+    }
+    if config.dense_alone != 1.0 {
+        for f in &mut fused {
+            if f.branches().eq([Branch::Dense]) {
+                f.score *= config.dense_alone;
+            }
         }
     }
     fused.sort_by(|a, b| {
@@ -187,6 +199,80 @@ pub fn cap_per_file<T, K: Eq + std::hash::Hash>(
         .zip(taken)
         .filter_map(|(item, keep)| keep.then_some(item))
         .collect()
+}
+
+/// One file's unpinned items, best first: (score, exempt, item).
+type FileQueue<T> = std::collections::VecDeque<(f32, bool, T)>;
+
+/// Picks up to `limit` items with a soft per-file diversity: walking by
+/// score, the n-th item taken from one file counts `decay^(n-1)` of its
+/// score, so a second chunk of a file must beat a first chunk elsewhere by
+/// `1/decay`. Items `is_pinned` accepts (exact names, verified phrases,
+/// already in front) are taken first, in order, and count for their file.
+/// Items `is_exempt` accepts (symbol-name hits of an identifier query) are
+/// never decayed and do not count. The result is ordered by decayed score
+/// after the pinned items.
+pub fn saturate_per_file<T, K: Eq + std::hash::Hash + Clone>(
+    items: Vec<T>,
+    limit: usize,
+    decay: f32,
+    file_of: impl Fn(&T) -> K,
+    score_of: impl Fn(&T) -> f32,
+    is_pinned: impl Fn(&T) -> bool,
+    is_exempt: impl Fn(&T) -> bool,
+) -> Vec<T> {
+    let mut taken_per_file: rustc_hash::FxHashMap<K, i32> = Default::default();
+    let mut out: Vec<T> = Vec::with_capacity(limit.min(items.len()));
+    // Per file, its unpinned items best first.
+    let mut queues: Vec<(K, FileQueue<T>)> = Vec::new();
+    let mut queue_of: rustc_hash::FxHashMap<K, usize> = Default::default();
+    for item in items {
+        let file = file_of(&item);
+        if is_pinned(&item) {
+            if out.len() < limit {
+                *taken_per_file.entry(file).or_default() += 1;
+                out.push(item);
+            }
+            continue;
+        }
+        let slot = *queue_of.entry(file.clone()).or_insert_with(|| {
+            queues.push((file, Default::default()));
+            queues.len() - 1
+        });
+        let score = score_of(&item);
+        let exempt = is_exempt(&item);
+        queues[slot].1.push_back((score, exempt, item));
+    }
+    while out.len() < limit {
+        // The file whose next item has the best decayed score (first file
+        // on ties, so the order is deterministic).
+        let mut best: Option<(usize, f32)> = None;
+        for (slot, (file, queue)) in queues.iter().enumerate() {
+            let Some((score, exempt, _)) = queue.front() else {
+                continue;
+            };
+            let n = taken_per_file.get(file).copied().unwrap_or(0);
+            let decayed = if *exempt {
+                *score
+            } else {
+                score * decay.powi(n)
+            };
+            if best.is_none_or(|(_, b)| decayed > b) {
+                best = Some((slot, decayed));
+            }
+        }
+        let Some((slot, _)) = best else {
+            break;
+        };
+        let (file, queue) = &mut queues[slot];
+        if let Some((_, exempt, item)) = queue.pop_front() {
+            if !exempt {
+                *taken_per_file.entry(file.clone()).or_default() += 1;
+            }
+            out.push(item);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -281,6 +367,34 @@ mod tests {
             )[1..3],
             &[1, 4]
         );
+    }
+
+    #[test]
+    fn saturation_makes_a_second_chunk_of_a_file_earn_its_place() {
+        // (file, score, pinned)
+        let items = vec![
+            ("a", 1.0, false),
+            ("a", 0.9, false),
+            ("b", 0.6, false),
+            ("a", 0.8, false),
+            ("c", 0.3, false),
+        ];
+        let run = |items: Vec<(&'static str, f32, bool)>, limit| {
+            saturate_per_file(items, limit, 0.5, |i| i.0, |i| i.1, |i| i.2, |_| false)
+                .iter()
+                .map(|i| (i.0, i.1))
+                .collect::<Vec<_>>()
+        };
+        // a 1.0, then b 0.6 beats a's 0.9 * 0.5, then a 0.45 beats c 0.3.
+        assert_eq!(
+            run(items.clone(), 4),
+            vec![("a", 1.0), ("b", 0.6), ("a", 0.9), ("c", 0.3)]
+        );
+        // Pinned items come first and count for their file.
+        let pinned = vec![("c", 0.1, true), ("c", 0.5, false), ("b", 0.3, false)];
+        assert_eq!(run(pinned, 3), vec![("c", 0.1), ("b", 0.3), ("c", 0.5)]);
+        // Never fewer than asked when enough items exist.
+        assert_eq!(run(items, 10).len(), 5);
     }
 
     #[test]

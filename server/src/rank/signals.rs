@@ -22,7 +22,8 @@
 
 use super::Fused;
 use crate::chunk::ChunkKind;
-use crate::lexical::tokenize::tokenize;
+use crate::chunk::Language;
+use crate::lexical::tokenize::{is_stopword, tokenize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Which signals run, and how strongly. A factor of 1 (or 0 for weights
@@ -46,6 +47,21 @@ pub struct Signals {
     /// Match query words to identifier parts with the same stem (retry,
     /// retries, retrying).
     pub stems: bool,
+    /// Multipliers for chunks of documentation and configuration/build
+    /// files, unless the query asks for that kind of content.
+    pub content: ContentPenalties,
+    /// Multiplier strength for query words naming the chunk's file (its
+    /// stem, and half for its directory): `1 + path_match * fraction`.
+    pub path_match: f32,
+    /// Weight of whole-file lexical evidence added to each chunk's own
+    /// BM25 score in the lexical branch (0 = off).
+    pub file_evidence: f32,
+    /// Multiplier for chunks of at most two lines (a `#define`, an import,
+    /// a one-line constant) when the query is a description, not a name.
+    pub short_chunk: f32,
+    /// Multiplier for line windows of a source file (text outside any
+    /// definition: imports, top-level statements) for descriptions.
+    pub outside_definitions: f32,
 }
 
 impl Signals {
@@ -58,26 +74,92 @@ impl Signals {
             penalties: PathPenalties::off(),
             file_coherence: 0.0,
             stems: false,
+            content: ContentPenalties::off(),
+            path_match: 0.0,
+            file_evidence: 0.0,
+            short_chunk: 1.0,
+            outside_definitions: 1.0,
         }
     }
 }
 
 impl Default for Signals {
-    /// The signals the quality benchmark kept, at its chosen strengths.
+    /// The signals the development set (bench/dev: semble's benchmark
+    /// repositories and SWE-bench Lite issues) and the committed quality
+    /// benchmark kept, at their chosen strengths (README, "Search quality").
     fn default() -> Self {
-        // Kept: the signals that each raised NDCG@10 by more than the
-        // benchmark's run-to-run noise (about 0.003) when added to RRF +
-        // exact priority + the per-file cap. The others measured neutral
-        // or worse and stay off (README, "Search quality").
         Signals {
             definition: 1.5,
             symbol_query_weight: 1.0,
             prose_dense_weight: 1.0,
             penalties: PathPenalties::default(),
-            file_coherence: 0.0,
-            stems: false,
+            file_coherence: 0.2,
+            stems: true,
+            content: ContentPenalties::default(),
+            path_match: 1.0,
+            file_evidence: 0.0,
+            short_chunk: 1.0,
+            outside_definitions: 1.0,
         }
     }
+}
+
+/// Score multipliers by content class (1 = no penalty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContentPenalties {
+    pub docs: f32,
+    pub config: f32,
+}
+
+impl ContentPenalties {
+    pub fn off() -> ContentPenalties {
+        ContentPenalties {
+            docs: 1.0,
+            config: 1.0,
+        }
+    }
+}
+
+impl Default for ContentPenalties {
+    fn default() -> Self {
+        ContentPenalties {
+            docs: 0.5,
+            config: 0.5,
+        }
+    }
+}
+
+/// What a file holds, as far as ranking cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContentClass {
+    Code,
+    /// Prose: Markdown, reStructuredText, plain text, anything under a
+    /// documentation or website folder.
+    Docs,
+    /// Configuration, build and data files (TOML, YAML, JSON, Makefile,
+    /// Dockerfile, shell scripts...).
+    Config,
+}
+
+/// Classifies a workspace-relative path by its extension and folders;
+/// `language` is the chunker's (`Text` means no grammar).
+pub fn content_class(path: &str, language: Language) -> ContentClass {
+    let lower = path.to_ascii_lowercase();
+    let mut parts: Vec<&str> = lower.split('/').collect();
+    let file = parts.pop().unwrap_or("");
+    let ext = file.rsplit_once('.').map_or("", |(_, e)| e);
+    const DOC_EXTS: [&str; 7] = ["md", "mdx", "markdown", "rst", "txt", "adoc", "asciidoc"];
+    const DOC_DIRS: [&str; 5] = ["docs", "doc", "documentation", "website", "site"];
+    if language == Language::Markdown
+        || DOC_EXTS.contains(&ext)
+        || parts.iter().any(|p| DOC_DIRS.contains(p))
+    {
+        return ContentClass::Docs;
+    }
+    if language == Language::Text {
+        return ContentClass::Config;
+    }
+    ContentClass::Code
 }
 
 /// Score multipliers by kind of file (1 = no penalty).
@@ -87,6 +169,14 @@ pub struct PathPenalties {
     pub vendored: f32,
     pub generated: f32,
     pub minified: f32,
+    /// Examples and tutorial sources (`examples/`, `docs_src/`).
+    pub example: f32,
+    /// Re-export files (`__init__.py`, `package-info.java`).
+    pub barrel: f32,
+    /// Compatibility shims (`compat/`, `legacy/`).
+    pub compat: f32,
+    /// TypeScript declaration files (`.d.ts`).
+    pub declaration: f32,
 }
 
 impl PathPenalties {
@@ -96,6 +186,10 @@ impl PathPenalties {
             vendored: 1.0,
             generated: 1.0,
             minified: 1.0,
+            example: 1.0,
+            barrel: 1.0,
+            compat: 1.0,
+            declaration: 1.0,
         }
     }
 
@@ -105,6 +199,10 @@ impl PathPenalties {
             PathClass::Vendored => self.vendored,
             PathClass::Generated => self.generated,
             PathClass::Minified => self.minified,
+            PathClass::Example => self.example,
+            PathClass::Barrel => self.barrel,
+            PathClass::Compat => self.compat,
+            PathClass::Declaration => self.declaration,
         }
     }
 }
@@ -112,10 +210,14 @@ impl PathPenalties {
 impl Default for PathPenalties {
     fn default() -> Self {
         PathPenalties {
-            test: 0.7,
+            test: 0.3,
             vendored: 0.5,
             generated: 0.5,
             minified: 0.3,
+            example: 0.3,
+            barrel: 0.5,
+            compat: 0.3,
+            declaration: 0.7,
         }
     }
 }
@@ -127,6 +229,34 @@ pub enum PathClass {
     Vendored,
     Generated,
     Minified,
+    Example,
+    Barrel,
+    Compat,
+    Declaration,
+}
+
+/// The lesser classes of a path, which can stack on `path_class`'s:
+/// examples, re-export files, compatibility shims, declaration files.
+pub fn secondary_classes(path: &str) -> impl Iterator<Item = PathClass> {
+    let lower = path.to_ascii_lowercase();
+    let mut parts: Vec<&str> = lower.split('/').collect();
+    let file = parts.pop().unwrap_or("");
+    let in_dir = |names: &[&str]| parts.iter().any(|p| names.contains(p));
+    let classes = [
+        (
+            in_dir(&["example", "examples", "_example", "_examples", "docs_src"]),
+            PathClass::Example,
+        ),
+        (
+            file == "__init__.py" || file == "package-info.java",
+            PathClass::Barrel,
+        ),
+        (in_dir(&["compat", "_compat", "legacy"]), PathClass::Compat),
+        (file.ends_with(".d.ts"), PathClass::Declaration),
+    ];
+    classes
+        .into_iter()
+        .filter_map(|(is, class)| is.then_some(class))
 }
 
 /// Classifies a workspace-relative path by its folders and file name.
@@ -202,6 +332,14 @@ pub struct QueryFacts {
     terms: FxHashSet<String>,
     /// The query mentions tests, so test files are not penalised.
     wants_tests: bool,
+    /// The query asks for documentation or for configuration/build files.
+    wants_docs: bool,
+    wants_config: bool,
+    /// Stems of the query's plain words (3+ letters, no stopwords), for
+    /// matching file and folder names.
+    word_stems: FxHashSet<String>,
+    /// The query is one word (an identifier search, not a description).
+    single_word: bool,
 }
 
 impl QueryFacts {
@@ -212,6 +350,7 @@ impl QueryFacts {
             .filter(|w| !w.is_empty())
             .collect();
         let single = words.len() == 1;
+        facts.single_word = single;
         for word in words {
             // In prose only words written like code name a definition.
             if !single && !is_code_word(word) {
@@ -231,6 +370,49 @@ impl QueryFacts {
             .terms
             .iter()
             .any(|t| matches!(t.as_str(), "test" | "tests" | "spec" | "testing"));
+        facts.wants_docs = facts.terms.iter().any(|t| {
+            matches!(
+                t.as_str(),
+                "doc"
+                    | "docs"
+                    | "documentation"
+                    | "documented"
+                    | "readme"
+                    | "guide"
+                    | "tutorial"
+                    | "changelog"
+                    | "markdown"
+            )
+        });
+        facts.wants_config = facts.terms.iter().any(|t| {
+            matches!(
+                t.as_str(),
+                "config"
+                    | "configuration"
+                    | "yaml"
+                    | "yml"
+                    | "toml"
+                    | "json"
+                    | "makefile"
+                    | "dockerfile"
+                    | "cmake"
+                    | "build"
+                    | "ci"
+                    | "workflow"
+                    | "script"
+                    | "scripts"
+                    | "manifest"
+                    | "dependencies"
+                    | "package"
+            )
+        });
+        facts.word_stems = facts
+            .terms
+            .iter()
+            .filter(|t| t.len() >= 3 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .filter(|t| !is_stopword(t))
+            .map(|t| stem(t))
+            .collect();
         facts
     }
 }
@@ -263,6 +445,44 @@ pub struct ChunkFacts<'a> {
     /// With containers (`tests::parses_empty` is a Rust test module's).
     pub qualified_name: &'a str,
     pub kind: ChunkKind,
+    pub language: Language,
+    /// Lines in the chunk's range.
+    pub lines: u32,
+}
+
+/// How much the query names a file: the fraction of the query's words
+/// (3+ letters, no stopwords) whose stem is the stem of a word of the
+/// file's name (`zsh_completions.go`: zsh, completions) or of its folder's.
+fn path_match(query: &QueryFacts, path: &str) -> f32 {
+    if query.word_stems.is_empty() {
+        return 0.0;
+    }
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or("");
+    let file_stem = file.split('.').next().unwrap_or(file);
+    let dir = parts.next().unwrap_or("");
+    let mut named: FxHashSet<String> = FxHashSet::default();
+    for name in [file_stem, dir] {
+        tokenize(name, &mut |t| {
+            if t.len() >= 3 && t.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                named.insert(stem(t));
+            }
+        });
+    }
+    let hits = query
+        .word_stems
+        .iter()
+        .filter(|w| named.contains(w.as_str()))
+        .count();
+    hits as f32 / query.word_stems.len() as f32
+}
+
+/// Every class of a chunk: its file's main class (or `Test` in a Rust
+/// `tests` module) and the secondary ones.
+fn chunk_classes(chunk: &ChunkFacts<'_>) -> impl Iterator<Item = PathClass> {
+    chunk_class(chunk)
+        .into_iter()
+        .chain(secondary_classes(chunk.path))
 }
 
 /// A file's class, or `Test` for code in a Rust `tests` module inside a
@@ -292,41 +512,70 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
     words.len() >= 2 && words.iter().all(|w| query.terms.contains(w))
 }
 
-/// Applies the multiplier signals to `fused` and re-sorts it by score
-/// (ties keep their order). `facts` gives a chunk's path, name and kind.
+/// Applies the signals to `fused` and re-sorts it by score (ties keep
+/// their order). `facts` gives a chunk's path, name, kind and language.
+///
+/// Two boosts are additive, in units of the best fused score, so they can
+/// lift a chunk from deep in the list: file coherence (each file's best
+/// chunk gains `file_coherence * top * file_sum / max_file_sum`, where a
+/// file's sum is over its chunks in the list) and the path match
+/// (`path_match * top * fraction of query words naming the file`). The
+/// rest multiply.
 pub fn apply<'a>(
     fused: &mut [Fused],
     signals: &Signals,
     query: &QueryFacts,
     facts: impl Fn(u32) -> Option<ChunkFacts<'a>>,
 ) {
-    let per_file: FxHashMap<&str, u32> = if signals.file_coherence > 0.0 {
-        let mut counts = FxHashMap::default();
-        for f in fused.iter() {
+    let top = fused.iter().map(|f| f.score).fold(0.0f32, f32::max);
+    if signals.file_coherence > 0.0 && top > 0.0 {
+        // Per file: the sum of its scores and its best chunk's position.
+        let mut files: FxHashMap<&str, (f32, usize)> = FxHashMap::default();
+        for (i, f) in fused.iter().enumerate() {
             if let Some(chunk) = facts(f.chunk_id) {
-                *counts.entry(chunk.path).or_insert(0) += 1;
+                let entry = files.entry(chunk.path).or_insert((0.0, i));
+                entry.0 += f.score;
+                if f.score > fused[entry.1].score {
+                    entry.1 = i;
+                }
             }
         }
-        counts
-    } else {
-        FxHashMap::default()
-    };
+        let max_sum = files.values().map(|v| v.0).fold(0.0f32, f32::max);
+        if max_sum > 0.0 {
+            for (sum, best) in files.into_values() {
+                fused[best].score += signals.file_coherence * top * sum / max_sum;
+            }
+        }
+    }
     for f in fused.iter_mut() {
         let Some(chunk) = facts(f.chunk_id) else {
             continue;
         };
+        if signals.path_match > 0.0 && !query.single_word {
+            f.score += signals.path_match * top * path_match(query, chunk.path);
+        }
         let mut factor = 1.0;
         if signals.definition != 1.0 && defines(query, &chunk) {
             factor *= signals.definition;
         }
-        if let Some(class) = chunk_class(&chunk) {
+        for class in chunk_classes(&chunk) {
             if !(class == PathClass::Test && query.wants_tests) {
                 factor *= signals.penalties.factor(class);
             }
         }
-        if signals.file_coherence > 0.0 {
-            let others = per_file.get(chunk.path).map_or(0, |n| n.saturating_sub(1));
-            factor *= 1.0 + signals.file_coherence * others.min(3) as f32;
+        let class = content_class(chunk.path, chunk.language);
+        match class {
+            ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
+            ContentClass::Config if !query.wants_config => factor *= signals.content.config,
+            _ => {}
+        }
+        if !query.single_word {
+            if chunk.lines <= 2 {
+                factor *= signals.short_chunk;
+            }
+            if class == ContentClass::Code && chunk.kind == ChunkKind::Lines {
+                factor *= signals.outside_definitions;
+            }
         }
         f.score *= factor;
     }
@@ -455,6 +704,8 @@ mod tests {
                     name,
                     qualified_name: name,
                     kind: *kind,
+                    language: Language::Rust,
+                    lines: 10,
                 })
         };
         let mut list = vec![fused(0, 1.0), fused(2, 0.95), fused(1, 0.9)];
@@ -473,11 +724,95 @@ mod tests {
         let mut list = vec![fused(0, 1.0), fused(2, 0.95)];
         let signals = Signals {
             definition: 1.0,
+            path_match: 0.0,
+            file_coherence: 0.0,
             ..Signals::default()
         };
         apply(&mut list, &signals, &QueryFacts::new("retry test"), facts);
         assert_eq!(list[0].chunk_id, 0);
         assert!((list[1].score - 0.95).abs() < 1e-6);
+    }
+
+    #[test]
+    fn content_classes_by_extension_and_folder() {
+        for (path, language, class) in [
+            ("src/router.go", Language::Go, ContentClass::Code),
+            ("README.md", Language::Markdown, ContentClass::Docs),
+            ("docs/en/tutorial.py", Language::Python, ContentClass::Docs),
+            ("docs_src/tutorial.py", Language::Python, ContentClass::Code),
+            ("SECURITY.txt", Language::Text, ContentClass::Docs),
+            ("Makefile", Language::Text, ContentClass::Config),
+            ("config/app.yaml", Language::Text, ContentClass::Config),
+        ] {
+            assert_eq!(content_class(path, language), class, "{path}");
+        }
+    }
+
+    #[test]
+    fn query_words_naming_a_file_match_its_path() {
+        // Four words: zsh, completion, script, generation.
+        let query = QueryFacts::new("zsh completion script generation");
+        assert_eq!(path_match(&query, "zsh_completions.go"), 0.5);
+        assert_eq!(path_match(&query, "bash_completions.go"), 0.25);
+        assert_eq!(path_match(&query, "completions/zsh.go"), 0.5);
+        assert_eq!(path_match(&query, "src/args.go"), 0.0);
+        let query = QueryFacts::new("retry policy for failed requests");
+        assert_eq!(path_match(&query, "lib/retry_policy.py"), 0.5);
+        for (path, classes) in [
+            ("examples/app.js", vec![PathClass::Example]),
+            ("src/pkg/__init__.py", vec![PathClass::Barrel]),
+            ("lib/compat/x.py", vec![PathClass::Compat]),
+            ("types/index.d.ts", vec![PathClass::Declaration]),
+            ("src/router.go", vec![]),
+        ] {
+            assert_eq!(
+                secondary_classes(path).collect::<Vec<_>>(),
+                classes,
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn docs_and_config_sink_unless_asked_for() {
+        let chunks = [
+            ("README.md", Language::Markdown),
+            ("src/router.go", Language::Go),
+            ("Makefile", Language::Text),
+        ];
+        let facts = |id: u32| {
+            chunks.get(id as usize).map(|(path, language)| ChunkFacts {
+                path,
+                name: "x",
+                qualified_name: "x",
+                kind: ChunkKind::Section,
+                language: *language,
+                lines: 10,
+            })
+        };
+        let signals = Signals {
+            content: ContentPenalties {
+                docs: 0.5,
+                config: 0.5,
+            },
+            ..Signals::off()
+        };
+        let mut list = vec![fused(0, 1.0), fused(2, 0.95), fused(1, 0.9)];
+        apply(
+            &mut list,
+            &signals,
+            &QueryFacts::new("route group handlers"),
+            facts,
+        );
+        assert_eq!(list[0].chunk_id, 1);
+        let mut list = vec![fused(0, 1.0), fused(2, 0.95), fused(1, 0.9)];
+        apply(
+            &mut list,
+            &signals,
+            &QueryFacts::new("route group docs"),
+            facts,
+        );
+        assert_eq!(list[0].chunk_id, 0);
     }
 
     #[test]
@@ -487,6 +822,8 @@ mod tests {
             name: "parses",
             qualified_name,
             kind: ChunkKind::Function,
+            language: Language::Rust,
+            lines: 10,
         };
         assert_eq!(chunk_class(&facts("tests::parses")), Some(PathClass::Test));
         assert_eq!(
@@ -504,6 +841,8 @@ mod tests {
             name: "lookup",
             qualified_name: "GraphStore::lookup",
             kind: ChunkKind::Method,
+            language: Language::Rust,
+            lines: 10,
         };
         assert!(defines(&query, &chunk));
         let chunk = ChunkFacts {
@@ -511,6 +850,8 @@ mod tests {
             name: "lookup_all",
             qualified_name: "GraphStore::lookup_all",
             kind: ChunkKind::Method,
+            language: Language::Rust,
+            lines: 10,
         };
         assert!(!defines(&query, &chunk));
     }

@@ -129,9 +129,9 @@ enum Command {
         json: bool,
         #[command(flatten)]
         filter: FilterArgs,
-        /// Per-file diversity: 0 turns it off; otherwise each further hit
-        /// from one file counts half (`--rank saturation=0` makes this a hard
-        /// cap of N hits per file before other files get a turn).
+        /// Per-file diversity: 0 turns it off; otherwise the n-th hit of a
+        /// file counts 0.85^(n-1) of its score (`--rank saturation=0` makes
+        /// this a hard cap of N hits per file before other files get a turn).
         #[arg(long, default_value_t = 2)]
         per_file_cap: usize,
         /// Set a ranking knob (repeatable; `file=0.3`, `fuse.dense=0.5`): for
@@ -220,6 +220,10 @@ enum Command {
         /// (the full stack always runs).
         #[arg(long)]
         only: Option<String>,
+        /// With --quality: set a ranking knob in every configuration
+        /// (repeatable; see `quarry search --rank`).
+        #[arg(long, value_name = "KEY=VALUE")]
+        rank: Vec<String>,
         /// Run the language-server benchmark on this corpus instead
         /// (lexical-only unless --model is given).
         #[arg(long, value_name = "DIR")]
@@ -587,6 +591,7 @@ fn run(cli: Cli) -> Result<()> {
             generate,
             token_budget,
             only,
+            rank,
             lsp,
         } => {
             if let Some(corpus) = lsp {
@@ -629,6 +634,14 @@ fn run(cli: Cli) -> Result<()> {
                     model,
                     token_budget,
                     only,
+                    rank: rank
+                        .iter()
+                        .map(|knob| {
+                            knob.split_once('=')
+                                .map(|(k, v)| (k.to_string(), v.to_string()))
+                                .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))
+                        })
+                        .collect::<Result<_>>()?,
                 })
                 .with_context(|| format!("quality benchmark on {}", corpus.display()))?;
                 if json {

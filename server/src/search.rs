@@ -82,7 +82,7 @@ impl Default for SearchOptions {
             limit: 10,
             fuse: FuseConfig::default(),
             per_file_cap: 2,
-            file_saturation: 0.5,
+            file_saturation: 0.85,
             snippet_lines: 6,
             max_phrase_checks: 200,
             filter: Filter::default(),
@@ -442,14 +442,15 @@ pub fn search_with(
             .chunk(f.chunk_id)
             .map_or("", |(seg, chunk)| seg.path_of(chunk))
     };
+    let saturation = options.file_saturation;
     let fused = if options.per_file_cap == 0 {
         // Per-file diversity off.
         fused.into_iter().take(options.limit).collect()
-    } else if options.file_saturation > 0.0 {
+    } else if saturation > 0.0 {
         saturate_per_file(
             fused,
             options.limit,
-            options.file_saturation,
+            saturation,
             path_of,
             |f| f.score,
             |f| options.exact_priority && (is_exact(f) || is_phrase(f)),

@@ -19,7 +19,7 @@
 use crate::chunk::{chunk_file, ChunkKind, Language};
 use crate::dense::{DenseConfig, DenseEngine};
 use crate::index::{Index, IndexConfig};
-use crate::rank::signals::{path_class, PathPenalties, Signals};
+use crate::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
 use crate::search::{search_with, Branches, DiskText, SearchOptions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -527,63 +527,70 @@ pub fn configs() -> Vec<Config> {
     };
     let with_cap = SearchOptions {
         per_file_cap: 2,
+        file_saturation: 0.0,
+        ..with_exact.clone()
+    };
+    let with_saturation = SearchOptions {
+        per_file_cap: 2,
+        file_saturation: 0.85,
         ..with_exact.clone()
     };
     let signal = |f: &dyn Fn(&mut Signals)| {
-        let mut options = with_cap.clone();
+        let mut options = with_saturation.clone();
         f(&mut options.signals);
         options
     };
     let defaults = Signals::default();
+    let row = |label: &str, options: SearchOptions| Config {
+        label: label.into(),
+        options,
+    };
     vec![
-        Config {
-            label: "lexical only".into(),
-            options: only(true, false),
-        },
-        Config {
-            label: "dense only".into(),
-            options: only(false, true),
-        },
-        Config {
-            label: "RRF (lexical + dense + symbol)".into(),
-            options: plain.clone(),
-        },
-        Config {
-            label: "RRF + exact priority".into(),
-            options: with_exact,
-        },
-        Config {
-            label: "+ per-file cap 2".into(),
-            options: with_cap.clone(),
-        },
-        Config {
-            label: "+ definition over mention".into(),
-            options: signal(&|s| s.definition = 1.5),
-        },
-        Config {
-            label: "+ symbol-query lexical weight".into(),
-            options: signal(&|s| s.symbol_query_weight = 2.0),
-        },
-        Config {
-            label: "+ prose dense weight 2".into(),
-            options: signal(&|s| s.prose_dense_weight = 2.0),
-        },
-        Config {
-            label: "+ test/vendored/generated penalties".into(),
-            options: signal(&|s| s.penalties = PathPenalties::default()),
-        },
-        Config {
-            label: "+ file coherence".into(),
-            options: signal(&|s| s.file_coherence = 0.1),
-        },
-        Config {
-            label: "+ identifier stems".into(),
-            options: signal(&|s| s.stems = true),
-        },
+        row("lexical only", only(true, false)),
+        row("dense only", only(false, true)),
+        row("RRF (lexical + dense + symbol)", plain.clone()),
+        row("RRF + exact priority", with_exact),
+        row("+ per-file cap 2", with_cap),
+        row(
+            "+ per-file saturation 0.85 (instead)",
+            with_saturation.clone(),
+        ),
+        row("+ definition over mention", signal(&|s| s.definition = 1.5)),
+        row(
+            "+ symbol-query lexical weight",
+            signal(&|s| s.symbol_query_weight = 2.0),
+        ),
+        row(
+            "+ prose dense weight 2",
+            signal(&|s| s.prose_dense_weight = 2.0),
+        ),
+        row(
+            "+ path penalties (tests, examples...)",
+            signal(&|s| s.penalties = PathPenalties::default()),
+        ),
+        row(
+            "+ docs/config classes",
+            signal(&|s| s.content = ContentPenalties::default()),
+        ),
+        row("+ file coherence 0.2", signal(&|s| s.file_coherence = 0.2)),
+        row("+ path match 1.0", signal(&|s| s.path_match = 1.0)),
+        row("+ identifier stems", signal(&|s| s.stems = true)),
+        row("+ file evidence 0.1", signal(&|s| s.file_evidence = 0.1)),
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),
         },
+        row(
+            "full stack, lexical only",
+            SearchOptions {
+                branches: Branches {
+                    lexical: true,
+                    dense: false,
+                    symbol: true,
+                },
+                ..SearchOptions::default()
+            },
+        ),
     ]
 }
 
@@ -601,12 +608,22 @@ fn describe(s: &Signals) -> String {
     if s.penalties != PathPenalties::off() {
         on.push("penalties");
     }
+    if s.content != ContentPenalties::off() {
+        on.push("docs/config");
+    }
     if s.file_coherence != 0.0 {
         on.push("coherence");
+    }
+    if s.path_match != 0.0 {
+        on.push("path match");
     }
     if s.stems {
         on.push("stems");
     }
+    if s.file_evidence != 0.0 {
+        on.push("file evidence");
+    }
+    on.push("saturation");
     on.join(", ")
 }
 
@@ -691,6 +708,8 @@ pub struct QualityOptions {
     pub token_budget: usize,
     /// Only configurations whose label contains this.
     pub only: Option<String>,
+    /// Ranking knobs (`SearchOptions::tune`) set in every configuration.
+    pub rank: Vec<(String, String)>,
 }
 
 /// Builds the doc-stripped copy, indexes and embeds it, and runs every
@@ -769,11 +788,17 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
     let mut text = DiskText::new(&root);
     let configs = configs();
     let last = configs.len() - 1;
-    for (n, config) in configs.into_iter().enumerate() {
+    for (n, mut config) in configs.into_iter().enumerate() {
         if let Some(only) = &options.only {
             if n != last && !config.label.contains(only.as_str()) {
                 continue;
             }
+        }
+        for (key, value) in &options.rank {
+            config
+                .options
+                .tune(key, value)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         }
         let mut overall = Metrics::default();
         let mut by_class: BTreeMap<String, Metrics> = BTreeMap::new();

@@ -20,6 +20,8 @@ pub struct Query {
     pub weights: Vec<f32>,
     /// Quoted phrases, in order.
     pub phrases: Vec<Phrase>,
+    /// At least `LONG_QUERY_WORDS` plain words: an issue text, a trace.
+    pub long: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +120,7 @@ impl Query {
             });
         }
         let long = plain.iter().filter(|(_, stop, _)| !stop).count() >= LONG_QUERY_WORDS;
+        query.long = long;
         if long {
             // In a long text, quoted single words and short strings ("foo",
             // "x") are example values, not messages to find: they count as

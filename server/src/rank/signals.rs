@@ -366,46 +366,52 @@ impl QueryFacts {
         tokenize(query, &mut |t| {
             facts.terms.insert(t.to_string());
         });
-        facts.wants_tests = facts
-            .terms
-            .iter()
-            .any(|t| matches!(t.as_str(), "test" | "tests" | "spec" | "testing"));
-        facts.wants_docs = facts.terms.iter().any(|t| {
-            matches!(
-                t.as_str(),
-                "doc"
-                    | "docs"
-                    | "documentation"
-                    | "documented"
-                    | "readme"
-                    | "guide"
-                    | "tutorial"
-                    | "changelog"
-                    | "markdown"
-            )
-        });
-        facts.wants_config = facts.terms.iter().any(|t| {
-            matches!(
-                t.as_str(),
-                "config"
-                    | "configuration"
-                    | "yaml"
-                    | "yml"
-                    | "toml"
-                    | "json"
-                    | "makefile"
-                    | "dockerfile"
-                    | "cmake"
-                    | "build"
-                    | "ci"
-                    | "workflow"
-                    | "script"
-                    | "scripts"
-                    | "manifest"
-                    | "dependencies"
-                    | "package"
-            )
-        });
+        // A long text (an issue) mentions tests and docs in passing; only a
+        // short query that names them asks for them.
+        let long = query.split_whitespace().count() >= crate::lexical::query::LONG_QUERY_WORDS;
+        facts.wants_tests = !long
+            && facts
+                .terms
+                .iter()
+                .any(|t| matches!(t.as_str(), "test" | "tests" | "spec" | "testing"));
+        facts.wants_docs = !long
+            && facts.terms.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "doc"
+                        | "docs"
+                        | "documentation"
+                        | "documented"
+                        | "readme"
+                        | "guide"
+                        | "tutorial"
+                        | "changelog"
+                        | "markdown"
+                )
+            });
+        facts.wants_config = !long
+            && facts.terms.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "config"
+                        | "configuration"
+                        | "yaml"
+                        | "yml"
+                        | "toml"
+                        | "json"
+                        | "makefile"
+                        | "dockerfile"
+                        | "cmake"
+                        | "build"
+                        | "ci"
+                        | "workflow"
+                        | "script"
+                        | "scripts"
+                        | "manifest"
+                        | "dependencies"
+                        | "package"
+                )
+            });
         facts.word_stems = facts
             .terms
             .iter()
@@ -469,11 +475,21 @@ fn path_match(query: &QueryFacts, path: &str) -> f32 {
             }
         });
     }
-    let hits = query
-        .word_stems
-        .iter()
-        .filter(|w| named.contains(w.as_str()))
-        .count();
+    // Equal stems, or one a prefix of the other when the shorter has five
+    // letters or more (`format` names `formatter`, `middleware` names
+    // `middlewares`).
+    let names = |w: &str| {
+        named.contains(w)
+            || named.iter().any(|n| {
+                let (short, long) = if n.len() < w.len() {
+                    (n.as_str(), w)
+                } else {
+                    (w, n.as_str())
+                };
+                short.len() >= 5 && long.starts_with(short)
+            })
+    };
+    let hits = query.word_stems.iter().filter(|w| names(w)).count();
     hits as f32 / query.word_stems.len() as f32
 }
 
@@ -551,7 +567,7 @@ pub fn apply<'a>(
         let Some(chunk) = facts(f.chunk_id) else {
             continue;
         };
-        if signals.path_match > 0.0 && !query.single_word {
+        if signals.path_match > 0.0 {
             f.score += signals.path_match * top * path_match(query, chunk.path);
         }
         let mut factor = 1.0;
@@ -758,6 +774,9 @@ mod tests {
         assert_eq!(path_match(&query, "src/args.go"), 0.0);
         let query = QueryFacts::new("retry policy for failed requests");
         assert_eq!(path_match(&query, "lib/retry_policy.py"), 0.5);
+        let query = QueryFacts::new("formatter");
+        assert_eq!(path_match(&query, "include/fmt/format.h"), 1.0);
+        assert_eq!(path_match(&query, "include/fmt/form.h"), 0.0);
         for (path, classes) in [
             ("examples/app.js", vec![PathClass::Example]),
             ("src/pkg/__init__.py", vec![PathClass::Barrel]),

@@ -220,8 +220,8 @@ enum Command {
         /// (the full stack always runs).
         #[arg(long)]
         only: Option<String>,
-        /// With --quality: set a ranking knob in every configuration
-        /// (repeatable; see `quarry search --rank`).
+        /// Set a ranking knob for the timed searches (with --quality: in
+        /// every configuration; repeatable; see `quarry search --rank`).
         #[arg(long, value_name = "KEY=VALUE")]
         rank: Vec<String>,
         /// Run the language-server benchmark on this corpus instead
@@ -670,7 +670,14 @@ fn run(cli: Cli) -> Result<()> {
                 corpus
             };
             for root in corpus {
-                let report = quarry::bench::run(&root, rounds)
+                let mut options = SearchOptions::default();
+                for knob in &rank {
+                    let (key, value) = knob
+                        .split_once('=')
+                        .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))?;
+                    options.tune(key, value).map_err(anyhow::Error::msg)?;
+                }
+                let report = quarry::bench::run(&root, rounds, &options)
                     .with_context(|| format!("benchmarking {}", root.display()))?;
                 if json {
                     writeln!(out, "{}", serde_json::to_string(&report)?)?;

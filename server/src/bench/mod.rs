@@ -230,7 +230,9 @@ fn dir_size(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
+/// `options` are the search options timed (the defaults, or with knobs set
+/// by `quarry bench --rank`).
+pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Result<BenchReport> {
     let work = tempfile::tempdir()?;
     let root = work.path().join("corpus");
     copy_tree(corpus, &root)?;
@@ -310,14 +312,13 @@ pub fn run(corpus: &Path, rounds: usize) -> std::io::Result<BenchReport> {
     refresh_times.sort_by(f64::total_cmp);
 
     let snapshot = index.snapshot();
-    let options = SearchOptions::default();
     let mut lexical = Vec::new();
     let mut symbol = Vec::new();
     let mut text = DiskText::new(&root);
     for _ in 0..rounds.max(1) {
         for query in LEXICAL_QUERIES {
             let start = Instant::now();
-            let results = search(&snapshot, query, &options, &mut text);
+            let results = search(&snapshot, query, options, &mut text);
             std::hint::black_box(results);
             lexical.push(ms(start));
         }

@@ -835,6 +835,33 @@ mod tests {
     }
 
     #[test]
+    fn coherence_lifts_the_best_chunk_of_a_file_with_much_evidence() {
+        // File a.rs has three matching chunks, b.rs one slightly better one.
+        let paths = ["src/b.rs", "src/a.rs", "src/a.rs", "src/a.rs"];
+        let facts = |id: u32| {
+            paths.get(id as usize).map(|path| ChunkFacts {
+                path,
+                name: "x",
+                qualified_name: "x",
+                kind: ChunkKind::Function,
+                language: Language::Rust,
+                lines: 10,
+            })
+        };
+        let signals = Signals {
+            file_coherence: 0.2,
+            ..Signals::off()
+        };
+        let query = QueryFacts::new("merge the sorted runs");
+        let mut list = vec![fused(0, 1.0), fused(1, 0.95), fused(2, 0.9), fused(3, 0.85)];
+        apply(&mut list, &signals, &query, facts);
+        let order: Vec<u32> = list.iter().map(|f| f.chunk_id).collect();
+        // a.rs's best chunk rises; its other chunks keep their scores.
+        assert_eq!(order, vec![1, 0, 2, 3]);
+        assert!((list[2].score - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
     fn rust_test_modules_count_as_tests() {
         let facts = |qualified_name| ChunkFacts {
             path: "src/lexical/query.rs",

@@ -896,7 +896,7 @@ struct ScoredTerm {
 /// How much a stem variant counts next to the word as typed.
 const STEM_VARIANT_WEIGHT: f32 = 0.7;
 /// Most variants added per query word.
-const MAX_STEM_VARIANTS: usize = 8;
+const MAX_STEM_VARIANTS: usize = 4;
 
 /// Index words sharing query word `bit`'s stem (`retries`, `retrying` for
 /// `retry`), not already query words.

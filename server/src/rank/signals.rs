@@ -493,14 +493,6 @@ fn path_match(query: &QueryFacts, path: &str) -> f32 {
     hits as f32 / query.word_stems.len() as f32
 }
 
-/// Every class of a chunk: its file's main class (or `Test` in a Rust
-/// `tests` module) and the secondary ones.
-fn chunk_classes(chunk: &ChunkFacts<'_>) -> impl Iterator<Item = PathClass> {
-    chunk_class(chunk)
-        .into_iter()
-        .chain(secondary_classes(chunk.path))
-}
-
 /// A file's class, or `Test` for code in a Rust `tests` module inside a
 /// source file.
 fn chunk_class(chunk: &ChunkFacts<'_>) -> Option<PathClass> {
@@ -563,27 +555,43 @@ pub fn apply<'a>(
             }
         }
     }
+    // What depends only on the path, computed once per file: candidates
+    // cluster in few files, and these walk the path's text.
+    let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool)> = FxHashMap::default();
     for f in fused.iter_mut() {
         let Some(chunk) = facts(f.chunk_id) else {
             continue;
         };
-        if signals.path_match > 0.0 {
-            f.score += signals.path_match * top * path_match(query, chunk.path);
-        }
-        let mut factor = 1.0;
+        let (boost, path_factor, class, classed) =
+            *by_path.entry(chunk.path).or_insert_with(|| {
+                let boost = if signals.path_match > 0.0 {
+                    signals.path_match * path_match(query, chunk.path)
+                } else {
+                    0.0
+                };
+                let mut factor = 1.0;
+                let main = path_class(chunk.path);
+                for class in main.into_iter().chain(secondary_classes(chunk.path)) {
+                    if !(class == PathClass::Test && query.wants_tests) {
+                        factor *= signals.penalties.factor(class);
+                    }
+                }
+                let class = content_class(chunk.path, chunk.language);
+                match class {
+                    ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
+                    ContentClass::Config if !query.wants_config => factor *= signals.content.config,
+                    _ => {}
+                }
+                (boost, factor, class, main.is_some())
+            });
+        f.score += boost * top;
+        let mut factor = path_factor;
         if signals.definition != 1.0 && defines(query, &chunk) {
             factor *= signals.definition;
         }
-        for class in chunk_classes(&chunk) {
-            if !(class == PathClass::Test && query.wants_tests) {
-                factor *= signals.penalties.factor(class);
-            }
-        }
-        let class = content_class(chunk.path, chunk.language);
-        match class {
-            ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
-            ContentClass::Config if !query.wants_config => factor *= signals.content.config,
-            _ => {}
+        // Code in a Rust `tests` module of a source file.
+        if !classed && !query.wants_tests && chunk_class(&chunk) == Some(PathClass::Test) {
+            factor *= signals.penalties.test;
         }
         if !query.single_word {
             if chunk.lines <= 2 {

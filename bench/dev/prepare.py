@@ -157,6 +157,19 @@ def check_pins(rows: list[dict[str, str]], semble_git: Path) -> None:
             raise SystemExit(f"{row['name']}: language {row['language']} vs {spec['language']}")
 
 
+def select_repos(rows: list[dict[str, str]], spec: str | None) -> list[dict[str, str]]:
+    """The rows named by a comma-separated `--repos` value (all when empty);
+    held-out and unknown names are refused."""
+    if not spec:
+        return rows
+    wanted = [r.strip() for r in spec.split(",") if r.strip()]
+    if bad := [r for r in wanted if r in HELD_OUT]:
+        raise SystemExit(f"held-out repositories are not part of the dev set: {bad}")
+    if unknown := sorted(set(wanted) - {r["name"] for r in rows}):
+        raise SystemExit(f"not in repos.tsv: {unknown}")
+    return [r for r in rows if r["name"] in wanted]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
@@ -164,15 +177,7 @@ def main() -> None:
     parser.add_argument("--repos", help="comma-separated subset of repos.tsv")
     args = parser.parse_args()
 
-    rows = load_repos()
-    if args.repos:
-        wanted = [r.strip() for r in args.repos.split(",") if r.strip()]
-        if bad := [r for r in wanted if r in HELD_OUT]:
-            raise SystemExit(f"held-out repositories are not part of the dev set: {bad}")
-        known = {r["name"] for r in rows}
-        if unknown := [r for r in wanted if r not in known]:
-            raise SystemExit(f"not in repos.tsv: {unknown}")
-        rows = [r for r in rows if r["name"] in wanted]
+    rows = select_repos(load_repos(), args.repos)
 
     semble_git = semble_mirror(args.mirrors)
     check_pins(rows, semble_git)

@@ -85,7 +85,6 @@ SEMBLE_PYTHON = PROJECT / "target" / "semble-venv" / "bin" / "python"
 TOP_K = 10
 WORKER_VERSION = "1"  # bump when semble_worker changes what it returns
 ALL_SYSTEMS = ("semble", "quarry-lexical", "quarry-hybrid")
-HELD_OUT = frozenset({"serde", "axum", "model2vec", "zod", "gin", "cobra", "gson", "abseil-cpp"})
 
 
 # --------------------------------------------------------------------------- tasks and scoring
@@ -96,6 +95,13 @@ def load_repos() -> list[dict[str, str]]:
     from prepare import load_repos as _load  # our own tsv reader
 
     return _load()
+
+
+def select_repos(rows: list[dict[str, str]], spec: str | None) -> list[dict[str, str]]:
+    sys.path.insert(0, str(HERE))
+    from prepare import select_repos as _select  # held-out and unknown names refused there
+
+    return _select(rows, spec)
 
 
 def parse_target(raw: object, kind: str) -> dict:
@@ -388,14 +394,7 @@ def main() -> None:
     parser.add_argument("--force-semble", action="store_true", help="ignore cached semble results")
     opts = parser.parse_args()
 
-    repos = load_repos()
-    if opts.repos:
-        wanted = [r.strip() for r in opts.repos.split(",") if r.strip()]
-        if bad := [r for r in wanted if r in HELD_OUT]:
-            raise SystemExit(f"held-out repositories are not part of the dev set: {bad}")
-        if unknown := sorted(set(wanted) - {r["name"] for r in repos}):
-            raise SystemExit(f"not in repos.tsv: {unknown}")
-        repos = [r for r in repos if r["name"] in wanted]
+    repos = select_repos(load_repos(), opts.repos)
     extra_all = shlex.split(opts.quarry_args) + shlex.split(opts.quarry_index_args)
     if opts.systems:
         systems = [s.strip() for s in opts.systems.split(",") if s.strip()]

@@ -93,6 +93,25 @@ fn embed(index: &Index, engine: &DenseEngine, show_progress: bool) -> Result<Emb
     Ok(stats)
 }
 
+/// `--rank KEY=VALUE` arguments as (key, value) pairs.
+fn parse_knobs(rank: &[String]) -> Result<Vec<(String, String)>> {
+    rank.iter()
+        .map(|knob| {
+            knob.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+/// `options` with every `--rank` knob set.
+fn tuned(mut options: SearchOptions, rank: &[String]) -> Result<SearchOptions> {
+    for (key, value) in parse_knobs(rank)? {
+        options.tune(&key, &value).map_err(anyhow::Error::msg)?;
+    }
+    Ok(options)
+}
+
 fn progress_bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
     (show && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -417,18 +436,15 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let query = query.unwrap_or_default();
             let filter = Filter::new(&filter.path, &filter.exclude, &filter.lang, &filter.kind)?;
-            let mut options = SearchOptions {
-                limit,
-                per_file_cap,
-                filter,
-                ..SearchOptions::default()
-            };
-            for knob in &rank {
-                let (key, value) = knob
-                    .split_once('=')
-                    .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))?;
-                options.tune(key, value).map_err(anyhow::Error::msg)?;
-            }
+            let options = tuned(
+                SearchOptions {
+                    limit,
+                    per_file_cap,
+                    filter,
+                    ..SearchOptions::default()
+                },
+                &rank,
+            )?;
             let batch = queries
                 .map(|file| -> Result<Vec<String>> {
                     let text = std::fs::read_to_string(&file)
@@ -634,14 +650,7 @@ fn run(cli: Cli) -> Result<()> {
                     model,
                     token_budget,
                     only,
-                    rank: rank
-                        .iter()
-                        .map(|knob| {
-                            knob.split_once('=')
-                                .map(|(k, v)| (k.to_string(), v.to_string()))
-                                .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))
-                        })
-                        .collect::<Result<_>>()?,
+                    rank: parse_knobs(&rank)?,
                 })
                 .with_context(|| format!("quality benchmark on {}", corpus.display()))?;
                 if json {
@@ -669,14 +678,8 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 corpus
             };
+            let options = tuned(SearchOptions::default(), &rank)?;
             for root in corpus {
-                let mut options = SearchOptions::default();
-                for knob in &rank {
-                    let (key, value) = knob
-                        .split_once('=')
-                        .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))?;
-                    options.tune(key, value).map_err(anyhow::Error::msg)?;
-                }
                 let report = quarry::bench::run(&root, rounds, &options)
                     .with_context(|| format!("benchmarking {}", root.display()))?;
                 if json {

@@ -442,15 +442,14 @@ pub fn search_with(
             .chunk(f.chunk_id)
             .map_or("", |(seg, chunk)| seg.path_of(chunk))
     };
-    let saturation = options.file_saturation;
     let fused = if options.per_file_cap == 0 {
         // Per-file diversity off.
         fused.into_iter().take(options.limit).collect()
-    } else if saturation > 0.0 {
+    } else if options.file_saturation > 0.0 {
         saturate_per_file(
             fused,
             options.limit,
-            saturation,
+            options.file_saturation,
             path_of,
             |f| f.score,
             |f| options.exact_priority && (is_exact(f) || is_phrase(f)),

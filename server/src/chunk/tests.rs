@@ -806,11 +806,7 @@ fn text_outside_definitions_gets_gap_windows() {
 /// Every non-blank line of every fixture file lies inside some chunk.
 #[test]
 fn polyglot_fixture_every_line_is_in_a_chunk() {
-    for path in fixture_files() {
-        let text = std::fs::read_to_string(&path).expect("fixture file");
-        let Some(lang) = detect_language(&path) else {
-            continue;
-        };
+    for (path, text, lang) in fixture_sources() {
         let chunks = chunk_file("f", &text, lang);
         for (i, line) in text.lines().enumerate() {
             let n = i as u32 + 1;
@@ -919,11 +915,7 @@ fn polyglot_fixture_matches_golden() {
 /// The depth limit of the walk loses nothing in the fixture.
 #[test]
 fn polyglot_fixture_depth_limit_is_lossless() {
-    for path in fixture_files() {
-        let text = std::fs::read_to_string(&path).expect("fixture file");
-        let Some(lang) = detect_language(&path) else {
-            continue;
-        };
+    for (path, text, lang) in fixture_sources() {
         let name = path.to_string_lossy();
         let limited = chunk_file(&name, &text, lang);
         let options = Options {
@@ -940,11 +932,7 @@ fn polyglot_fixture_depth_limit_is_lossless() {
 #[test]
 fn polyglot_fixture_covers_tags_queries() {
     use tree_sitter::StreamingIterator;
-    for path in fixture_files() {
-        let text = std::fs::read_to_string(&path).expect("fixture file");
-        let Some(lang) = detect_language(&path) else {
-            continue;
-        };
+    for (path, text, lang) in fixture_sources() {
         let tags = match lang {
             Language::Rust => tree_sitter_rust::TAGS_QUERY,
             Language::Python => tree_sitter_python::TAGS_QUERY,
@@ -994,6 +982,18 @@ fn polyglot_fixture_covers_tags_queries() {
             assert!(seen > 0, "{}: tags query found nothing", path.display());
         }
     }
+}
+
+/// Every fixture file with a detected language: (path, text, language).
+fn fixture_sources() -> Vec<(std::path::PathBuf, String, Language)> {
+    fixture_files()
+        .into_iter()
+        .filter_map(|path| {
+            let lang = detect_language(&path)?;
+            let text = std::fs::read_to_string(&path).expect("fixture file");
+            Some((path, text, lang))
+        })
+        .collect()
 }
 
 fn fixture_files() -> Vec<std::path::PathBuf> {
@@ -1056,11 +1056,7 @@ fn garbage_never_panics() {
 /// invariants hold.
 #[test]
 fn mutated_fixture_files_never_panic() {
-    for path in fixture_files() {
-        let text = std::fs::read_to_string(&path).expect("fixture file");
-        let Some(lang) = detect_language(&path) else {
-            continue;
-        };
+    for (_, text, lang) in fixture_sources() {
         // A small deterministic generator for cut points.
         let mut seed = text.len() as u64 | 1;
         let mut next = |bound: usize| {

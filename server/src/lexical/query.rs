@@ -6,7 +6,7 @@
 //! chunk, and the exact phrase is verified against the chunk text later.
 //! Never: look at the index (this is pure text processing).
 
-use super::tokenize::{is_stopword, tokenize};
+use super::tokenize::{is_code_word, is_stopword, tokenize};
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Query {
@@ -20,8 +20,6 @@ pub struct Query {
     pub weights: Vec<f32>,
     /// Quoted phrases, in order.
     pub phrases: Vec<Phrase>,
-    /// At least `LONG_QUERY_WORDS` plain words: an issue text, a trace.
-    pub long: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +118,6 @@ impl Query {
             });
         }
         let long = plain.iter().filter(|(_, stop, _)| !stop).count() >= LONG_QUERY_WORDS;
-        query.long = long;
         if long {
             // In a long text, quoted single words and short strings ("foo",
             // "x") are example values, not messages to find: they count as
@@ -174,18 +171,9 @@ impl Query {
     }
 }
 
-/// A word written like code: `snake_case`, `camelCase`, `a::b`, `a.b()`,
-/// a path with a file extension.
+/// Code evidence in a long query: a word written like code, or a path.
 fn looks_like_code(word: &str) -> bool {
-    let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-    let inner_upper = word.char_indices().any(|(i, c)| i > 0 && c.is_uppercase())
-        && word.chars().any(char::is_lowercase);
-    word.contains('_')
-        || word.contains("::")
-        || word.contains('/')
-        || word.contains("()")
-        || inner_upper
-        || (word.contains('.') && word.split('.').all(|p| !p.is_empty()))
+    is_code_word(word) || word.contains('/')
 }
 
 fn strip_punct(word: &str) -> &str {

@@ -233,6 +233,19 @@ const STOPWORDS: &[&str] = &[
     "your",
 ];
 
+/// A word written like code: `snake_case`, `camelCase`, `a::b`, `a.b`,
+/// `a->b` (surrounding punctuation ignored).
+pub fn is_code_word(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+    let inner_upper = word.char_indices().any(|(i, c)| i > 0 && c.is_uppercase())
+        && word.chars().any(char::is_lowercase);
+    word.contains('_')
+        || word.contains("::")
+        || word.contains("->")
+        || inner_upper
+        || (word.contains('.') && !word.ends_with('.'))
+}
+
 pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()
 }

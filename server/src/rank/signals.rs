@@ -23,6 +23,7 @@
 use super::Fused;
 use crate::chunk::ChunkKind;
 use crate::chunk::Language;
+pub use crate::lexical::tokenize::is_code_word;
 use crate::lexical::tokenize::{is_stopword, tokenize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -423,18 +424,6 @@ impl QueryFacts {
     }
 }
 
-/// A word written like code: `snake_case`, `camelCase`, `a::b`, `a.b`.
-pub fn is_code_word(word: &str) -> bool {
-    let word = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-    let inner_upper = word.char_indices().any(|(i, c)| i > 0 && c.is_uppercase())
-        && word.chars().any(char::is_lowercase);
-    word.contains('_')
-        || word.contains("::")
-        || word.contains("->")
-        || inner_upper
-        || (word.contains('.') && !word.ends_with('.'))
-}
-
 /// Lowercase without separators: `GraphStore`, `graph_store` and
 /// `graph-store` are all `graphstore`.
 fn squash(word: &str) -> String {
@@ -494,12 +483,16 @@ fn path_match(query: &QueryFacts, path: &str) -> f32 {
 }
 
 /// A file's class, or `Test` for code in a Rust `tests` module inside a
-/// source file.
+/// source file (what `apply` computes from its per-path cache).
+#[cfg(test)]
 fn chunk_class(chunk: &ChunkFacts<'_>) -> Option<PathClass> {
-    path_class(chunk.path).or_else(|| {
-        (chunk.qualified_name.starts_with("tests::") || chunk.qualified_name.contains("::tests::"))
-            .then_some(PathClass::Test)
-    })
+    path_class(chunk.path)
+        .or_else(|| in_rust_tests_module(chunk.qualified_name).then_some(PathClass::Test))
+}
+
+/// `tests::parses` or `lexical::tests::parses`: a Rust test module's code.
+fn in_rust_tests_module(qualified_name: &str) -> bool {
+    qualified_name.starts_with("tests::") || qualified_name.contains("::tests::")
 }
 
 /// Whether a chunk defines what the query names: its whole name is a query
@@ -590,7 +583,7 @@ pub fn apply<'a>(
             factor *= signals.definition;
         }
         // Code in a Rust `tests` module of a source file.
-        if !classed && !query.wants_tests && chunk_class(&chunk) == Some(PathClass::Test) {
+        if !classed && !query.wants_tests && in_rust_tests_module(chunk.qualified_name) {
             factor *= signals.penalties.test;
         }
         if !query.single_word {

@@ -344,7 +344,7 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
                 for h in out.get("hits", [])
             ]
         )
-    if not lexical and any(m != "hybrid" for m in modes):
+    if not lexical and any(m not in ("hybrid", "partial") for m in modes):
         print(f"warning: {repo['name']}: quarry-hybrid ran {modes.count('lexical')} queries lexical-only", file=sys.stderr)
     return {**info, "results": results, "times_ms": times}
 

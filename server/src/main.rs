@@ -192,6 +192,10 @@ enum Command {
         /// stdio is the only transport.
         #[arg(long)]
         stdio: bool,
+        /// Largest LSP message accepted, in MiB (bigger ones are refused
+        /// with an error and skipped).
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=4096))]
+        max_message_mib: u64,
     },
     /// Show what the index holds, from its last committed state.
     Status {
@@ -292,17 +296,22 @@ fn pin_compute_threads(cli: &Cli) {
     std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
 }
 
-/// `quarry lsp`: the language server on stdin/stdout.
-fn run_lsp() -> Result<()> {
+/// `quarry lsp`: the language server on stdin/stdout. Exits with 1 after an
+/// `exit` that came without `shutdown`, as LSP asks.
+fn run_lsp(max_message_mib: u64) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(quarry::lsp::run_stdio());
+    let max_message = usize::try_from(max_message_mib << 20).unwrap_or(usize::MAX);
+    let ended = runtime.block_on(quarry::lsp::run_stdio(max_message));
     // Blocking index jobs still running after `exit` are abandoned: every
     // index write is atomic.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    if ended == quarry::lsp::Ended::ExitWithoutShutdown {
+        std::process::exit(1);
+    }
     Ok(())
 }
 
@@ -369,10 +378,13 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    if let Command::Lsp { .. } = cli.command {
+    if let Command::Lsp {
+        max_message_mib, ..
+    } = cli.command
+    {
         // Before anything takes the stdout lock: the server writes to
         // stdout from its own threads.
-        return run_lsp();
+        return run_lsp(max_message_mib);
     }
     if let Command::Mcp { root, common } = cli.command {
         return run_mcp(root, &common);
@@ -547,7 +559,9 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Lsp { .. } => run_lsp()?,
+        Command::Lsp {
+            max_message_mib, ..
+        } => run_lsp(max_message_mib)?,
         Command::Mcp { root, common } => run_mcp(root, &common)?,
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;

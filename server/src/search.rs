@@ -244,9 +244,10 @@ pub struct Coverage {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SearchResults {
-    /// `hybrid` when the dense branch ran, else `lexical`.
+    /// `hybrid` when the dense branch ran over every chunk, `partial` when
+    /// it ran but some chunks have no vector yet, else `lexical`.
     pub mode: &'static str,
-    /// Why the search is lexical-only, when it is.
+    /// Why the search is lexical-only or partial, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub coverage: Coverage,
@@ -359,7 +360,15 @@ pub fn search_with(
     if options.branches.dense {
         match dense_branch(snapshot, query_text, depth, dense, &filter) {
             Ok(ids) => {
-                results.mode = "hybrid";
+                if embedded < total {
+                    results.mode = "partial";
+                    results.reason = Some(format!(
+                        "embedding in progress: {embedded} of {total} chunks have vectors; \
+                         the rest are found by the lexical and symbol branches only"
+                    ));
+                } else {
+                    results.mode = "hybrid";
+                }
                 dense_ids = ids;
             }
             Err(reason) => results.reason = Some(reason),
@@ -575,7 +584,9 @@ fn dense_branch(
     }
     let query_vector = engine.embed_query(query_text)?;
     let keep = |id: u32| filter.accepts(id);
-    let mut found = vectors.search(&query_vector, depth, &keep);
+    let mut found = vectors
+        .search(&query_vector, depth, &keep)
+        .map_err(|e| format!("dense search failed: {e}"))?;
     if found.len() < depth && !filter.is_empty() {
         // The graph search can stop short under a selective filter: score
         // the chunks the filter leaves, if there are not too many.

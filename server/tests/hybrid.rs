@@ -196,7 +196,8 @@ fn partial_coverage_is_reported() {
         .expect("embed");
     assert_eq!(stats.embedded, 10);
     let results = run(&index, &engine, "token bucket");
-    assert_eq!(results.mode, "hybrid");
+    assert_eq!(results.mode, "partial");
+    assert!(results.reason.unwrap().contains("10 of"));
     assert_eq!(results.coverage.embedded, 10);
     assert!(results.coverage.total > 10);
 }

@@ -5,15 +5,12 @@
 
 mod common;
 
+use common::lsp::{start_with, uri};
 use common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-fn uri(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
 
 fn progress_kind(n: &Value) -> Option<&str> {
     (n["method"] == "$/progress").then(|| n["params"]["value"]["kind"].as_str())?
@@ -38,31 +35,6 @@ fn hit_symbols(result: &Value) -> Vec<String> {
 
 fn start(ws: &Workspace) -> Client {
     start_with(ws, None)
-}
-
-/// Starts a server on the fixture; `model` is the model directory (else
-/// none is found and search is lexical).
-fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
-    let mut client = Client::start(
-        Path::new(env!("CARGO_BIN_EXE_quarry")),
-        &ws.dir.path().join("xdg-cache"),
-        model,
-    );
-    let root = std::fs::canonicalize(ws.root()).expect("root");
-    let init = client.result(
-        "initialize",
-        json!({
-            "processId": null,
-            "rootUri": null,
-            "capabilities": {"window": {"workDoneProgress": true}},
-            "workspaceFolders": [{"uri": uri(&root), "name": "fixture"}],
-            "initializationOptions": {"debounceMs": 30, "unknownKey": 1}
-        }),
-    );
-    assert_eq!(init["serverInfo"]["name"], "quarry");
-    assert_eq!(init["capabilities"]["workspaceSymbolProvider"], true);
-    client.notify("initialized", json!({}));
-    client
 }
 
 #[test]
@@ -355,6 +327,34 @@ fn a_restart_answers_from_the_cache_without_reparsing() {
     assert!(walk["files_unchanged"].as_u64().unwrap() > 10, "{status}");
     let symbols = client.result("workspace/symbol", json!({"query": "GraphStore::insert"}));
     assert_eq!(symbols[0]["name"], "insert");
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+}
+
+#[test]
+fn search_keeps_the_engines_order_with_phrases_first() {
+    let ws = Workspace::fixture();
+    let mut client = start(&ws);
+    client.poll("quarry/status", json!(null), |s| {
+        !s["folders"][0]["lastWalk"].is_null()
+    });
+    // The verified phrase is pinned first although a fused hit outscores
+    // it; re-sorting the merged folders by score used to bury it.
+    let found = client.result(
+        "quarry/search",
+        json!({"query": "\"event bus full\" retry queue", "limit": 10}),
+    );
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["symbol"], "EventBus.subscribe", "{found}");
+    assert!(hits[0]["sources"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("phrase")));
+    let score = |i: usize| hits[i]["score"].as_f64().unwrap();
+    assert!(
+        (1..hits.len()).any(|i| score(i) > score(0)),
+        "the query no longer tests the order: {found}"
+    );
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
 }

@@ -105,6 +105,12 @@ impl Client {
         self.stdin.flush().expect("flush");
     }
 
+    /// Writes bytes as they are: broken frames, bad headers.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
     /// Waits for the response to `id`.
     pub fn response(&mut self, id: i64) -> Value {
         let deadline = Instant::now() + self.timeout;

@@ -688,7 +688,9 @@ fn quantization_recall(
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let mut found = 0usize;
         for (query, truth) in queries.iter().zip(&exact) {
-            let hits = candidate.search(query, 10, &|_| true);
+            let hits = candidate
+                .search(query, 10, &|_| true)
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
             found += hits.iter().filter(|(id, _)| truth.contains(id)).count();
         }
         let dir = scratch.join(format!("quantization-{name}"));

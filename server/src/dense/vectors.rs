@@ -13,7 +13,7 @@
 
 use crate::codec::{frame, unframe, Reader, Writer};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Condvar, Mutex, RwLock};
 use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 
 pub const VECTORS_FILE: &str = "vectors.usearch";
@@ -43,6 +43,49 @@ pub struct VectorIndex {
     index: RwLock<usearch::Index>,
     model_id: String,
     dim: usize,
+    /// usearch serves at most as many concurrent adds and searches as it
+    /// has thread contexts and fails the rest; callers queue here instead.
+    contexts: Slots,
+}
+
+/// Thread contexts reserved in usearch, and handed out one per operation.
+/// More than the cores: requests run on many blocking threads at once.
+fn wanted_contexts() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores * 2).max(4)
+}
+
+/// A counting semaphore over usearch's thread contexts.
+struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn take(&self) -> Slot<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+        *free -= 1;
+        Slot(self)
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// How vectors are stored in the graph. F16 is the default: on the bench
@@ -84,10 +127,15 @@ impl VectorIndex {
         quantization: Quantization,
     ) -> Result<VectorIndex, VectorError> {
         let index = usearch::Index::new(&options_with(dim, quantization)).map_err(usearch_err)?;
+        let contexts = wanted_contexts();
+        index
+            .reserve_capacity_and_threads(1024, contexts)
+            .map_err(usearch_err)?;
         Ok(VectorIndex {
             index: RwLock::new(index),
             model_id: model_id.to_string(),
             dim,
+            contexts: Slots::new(contexts),
         })
     }
 
@@ -122,12 +170,18 @@ impl VectorIndex {
         {
             let index = self.index.write().unwrap_or_else(|e| e.into_inner());
             if index.capacity() < needed {
+                // `reserve` alone would reset the thread contexts to one
+                // per core.
                 index
-                    .reserve(needed.max(index.capacity() * 2).max(1024))
+                    .reserve_capacity_and_threads(
+                        needed.max(index.capacity() * 2).max(1024),
+                        wanted_contexts(),
+                    )
                     .map_err(usearch_err)?;
             }
         }
         let index = self.read();
+        let _slot = self.contexts.take();
         for (chunk_id, vector) in entries {
             if vector.len() != self.dim {
                 return Err(VectorError::Usearch(format!(
@@ -147,6 +201,7 @@ impl VectorIndex {
 
     pub fn remove(&self, chunk_ids: &[u32]) {
         let index = self.read();
+        let _slot = self.contexts.take();
         for id in chunk_ids {
             let key = u64::from(*id);
             if index.contains(key) {
@@ -187,24 +242,39 @@ impl VectorIndex {
     }
 
     /// The `k` nearest chunk ids accepted by `keep`, with cosine similarity.
-    pub fn search(&self, query: &[f32], k: usize, keep: &dyn Fn(u32) -> bool) -> Vec<(u32, f32)> {
-        if query.len() != self.dim || k == 0 {
-            return Vec::new();
+    /// Any number of threads may search at once: beyond usearch's thread
+    /// contexts they wait their turn. A usearch failure is an error, never
+    /// an empty answer.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: &dyn Fn(u32) -> bool,
+    ) -> Result<Vec<(u32, f32)>, VectorError> {
+        if query.len() != self.dim {
+            return Err(VectorError::Usearch(format!(
+                "query of {} dimensions, index has {}",
+                query.len(),
+                self.dim
+            )));
         }
         let index = self.read();
-        if index.size() == 0 {
-            return Vec::new();
+        if index.size() == 0 || k == 0 {
+            return Ok(Vec::new());
         }
         let filter = |key: u64| u32::try_from(key).is_ok_and(keep);
-        let Ok(matches) = index.filtered_search(query, k, filter) else {
-            return Vec::new();
+        let matches = {
+            let _slot = self.contexts.take();
+            index
+                .filtered_search(query, k, filter)
+                .map_err(usearch_err)?
         };
-        matches
+        Ok(matches
             .keys
             .iter()
             .zip(&matches.distances)
             .filter_map(|(key, distance)| Some((u32::try_from(*key).ok()?, 1.0 - distance)))
-            .collect()
+            .collect())
     }
 
     /// Writes the index and its sidecar atomically into `dir`.
@@ -270,10 +340,20 @@ impl VectorIndex {
         if loaded.is_err() {
             return Ok(None);
         }
+        // A memory-mapped view may refuse to reserve: it keeps usearch's
+        // default of one context per core.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let contexts = match index
+            .reserve_capacity_and_threads(index.size().max(index.capacity()), wanted_contexts())
+        {
+            Ok(()) => wanted_contexts(),
+            Err(_) => cores,
+        };
         Ok(Some(VectorIndex {
             index: RwLock::new(index),
             model_id: model_id.to_string(),
             dim,
+            contexts: Slots::new(contexts),
         }))
     }
 }
@@ -297,15 +377,15 @@ mod tests {
             unit(&[0.0, 0.0, 1.0, 0.0]),
         );
         index.add(&[(1, &a), (2, &b), (3, &c)]).expect("add");
-        let hits = index.search(&a, 2, &|_| true);
+        let hits = index.search(&a, 2, &|_| true).unwrap();
         assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 2]);
         assert!((hits[0].1 - 1.0).abs() < 1e-2);
         // The filter hides chunks the snapshot says are dead.
-        let hits = index.search(&a, 2, &|id| id != 1);
+        let hits = index.search(&a, 2, &|id| id != 1).unwrap();
         assert_eq!(hits[0].0, 2);
         // Update = remove then add.
         index.add(&[(2, &c)]).expect("replace");
-        assert_eq!(index.search(&c, 1, &|id| id != 3)[0].0, 2);
+        assert_eq!(index.search(&c, 1, &|id| id != 3).unwrap()[0].0, 2);
         index.remove(&[3]);
         assert_eq!(index.len(), 2);
         index.save(dir.path()).expect("save");
@@ -314,7 +394,7 @@ mod tests {
             .expect("open")
             .expect("some");
         assert_eq!(viewed.len(), 2);
-        assert_eq!(viewed.search(&a, 1, &|_| true)[0].0, 1);
+        assert_eq!(viewed.search(&a, 1, &|_| true).unwrap()[0].0, 1);
         assert!(VectorIndex::open(dir.path(), "other-model", 4, false)
             .expect("open")
             .is_none());
@@ -322,5 +402,45 @@ mod tests {
         assert!(VectorIndex::open(dir.path(), "m", 4, true)
             .expect("open")
             .is_none());
+    }
+
+    #[test]
+    fn many_concurrent_searches_all_get_the_same_answer() {
+        let index = VectorIndex::new("m", 8).expect("new");
+        let vectors: Vec<Vec<f32>> = (0..500u32)
+            .map(|i| {
+                unit(
+                    &(0..8)
+                        .map(|d| ((i * 7 + d * 13) % 17) as f32 + 0.5)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        let entries: Vec<(u32, &[f32])> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, v.as_slice()))
+            .collect();
+        index.add(&entries).expect("add");
+        let query = vectors[42].clone();
+        let alone = index.search(&query, 10, &|id| id % 3 != 0).unwrap();
+        assert_eq!(alone.len(), 10);
+        // Far more threads than usearch has contexts.
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..64)
+                .map(|_| {
+                    scope.spawn(|| {
+                        (0..20)
+                            .map(|_| index.search(&query, 10, &|id| id % 3 != 0).unwrap())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for handle in handles {
+                for found in handle.join().unwrap() {
+                    assert_eq!(found, alone);
+                }
+            }
+        });
     }
 }

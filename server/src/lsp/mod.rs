@@ -41,33 +41,74 @@ use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 /// The command that rebuilds every folder's index.
 pub const REINDEX_COMMAND: &str = "quarry.reindex";
 
-/// Runs the server on stdin/stdout until the client exits.
+/// Requests of ours that take no parameters (`{}` and `null` are accepted).
+const PARAMLESS: &[&str] = &["quarry/status"];
+
+/// How the session ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// `shutdown` then `exit`, or the client closed stdin.
+    Clean,
+    /// `exit` without a prior `shutdown` (LSP: the process exits with 1).
+    ExitWithoutShutdown,
+}
+
+/// Runs the server on stdin/stdout until the client exits. Messages over
+/// `max_message` bytes are refused.
 ///
-/// Messages pass through `framing`: the protocol library stops reading at
-/// the first body that is not JSON, so such frames are answered here with a
-/// parse error and never reach it.
-pub async fn run_stdio() {
+/// Messages pass through `framing`, which answers malformed frames and
+/// invalid JSON-RPC itself: the protocol library stops reading at the first
+/// of them.
+pub async fn run_stdio(max_message: usize) -> Ended {
     let (service, socket) = LspService::build(Backend::new)
         .custom_method("quarry/search", Backend::quarry_search)
         .custom_method("quarry/status", Backend::quarry_status)
         .finish();
+    let state = service.inner().state.clone();
     let (to_server, server_input) = tokio::io::duplex(1 << 16);
     let (server_output, from_server) = tokio::io::duplex(1 << 16);
-    let (errors_tx, errors_rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(framing::pump_input(
+    // Everything written to stdout, whole frames in order: the server's
+    // messages and the gate's answers to bad ones.
+    let (frames_tx, frames_rx) = tokio::sync::mpsc::unbounded_channel();
+    let gate = framing::Gate {
+        max_message,
+        paramless: PARAMLESS,
+        exit_seen: Arc::new(AtomicBool::new(false)),
+        exit: Arc::new(Notify::new()),
+    };
+    let exit_seen = gate.exit_seen.clone();
+    let exit = gate.exit.clone();
+    let input = tokio::spawn(framing::pump_input(
         tokio::io::stdin(),
         to_server,
-        errors_tx,
+        frames_tx.clone(),
+        gate,
     ));
-    let output = tokio::spawn(framing::pump_output(
-        from_server,
-        errors_rx,
-        tokio::io::stdout(),
-    ));
-    Server::new(server_input, server_output, socket)
-        .serve(service)
-        .await;
-    let _ = output.await;
+    tokio::spawn(framing::read_server(from_server, frames_tx));
+    let output = tokio::spawn(framing::write_output(frames_rx, tokio::io::stdout()));
+    {
+        let serve = Server::new(server_input, server_output, socket).serve(service);
+        tokio::pin!(serve);
+        tokio::select! {
+            _ = &mut serve => {}
+            _ = exit.notified() => {
+                // The library waits for every handler in flight, and one
+                // may be waiting for an answer from a client that has
+                // stopped listening: `exit` means now.
+                let _ = tokio::time::timeout(Duration::from_millis(300), &mut serve).await;
+            }
+        }
+    }
+    // Stop reading stdin (the client may keep it open after `exit`), then
+    // let the writer drain what is queued.
+    input.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(2), output).await;
+    if exit_seen.load(Ordering::SeqCst) && !state.shutting_down.load(Ordering::SeqCst) {
+        log("exit without shutdown");
+        Ended::ExitWithoutShutdown
+    } else {
+        Ended::Clean
+    }
 }
 
 /// One workspace folder and its index.
@@ -695,6 +736,8 @@ impl Backend {
         Ok(response)
     }
 
+    /// `quarry/status` (no params; `{}` and `null` are accepted too). `mode`
+    /// is `hybrid` only once every chunk of every folder has a vector.
     async fn quarry_status(&self) -> RpcResult<Value> {
         let engine = self.state.engine();
         let settings = self.state.settings();
@@ -735,11 +778,31 @@ impl Backend {
                 }
             })
             .collect();
-        let mode = match &engine {
-            Some(e) if !settings.lexical_only && e.unavailable_reason().is_none() => "hybrid",
-            _ => "lexical",
+        let complete = folders
+            .iter()
+            .all(|f| f["ready"] == true && f["embedded"] == f["chunks"]);
+        let (mode, reason) = match &engine {
+            Some(e) if !settings.lexical_only && e.unavailable_reason().is_none() => {
+                if complete {
+                    ("hybrid", None)
+                } else {
+                    let (done, all) = folders.iter().fold((0, 0), |(d, a), f| {
+                        (
+                            d + f["embedded"].as_u64().unwrap_or(0),
+                            a + f["chunks"].as_u64().unwrap_or(0),
+                        )
+                    });
+                    (
+                        "partial",
+                        Some(format!(
+                            "embedding in progress: {done} of {all} chunks have vectors"
+                        )),
+                    )
+                }
+            }
+            _ => ("lexical", None),
         };
-        Ok(json!({"mode": mode, "model": model, "folders": folders}))
+        Ok(json!({"mode": mode, "reason": reason, "model": model, "folders": folders}))
     }
 }
 
@@ -762,7 +825,55 @@ impl crate::search::TextSource for LiveText<'_> {
     }
 }
 
-/// Runs a search over every folder and merges the hits by score.
+/// How much a mode promises, least first: the merged response claims no
+/// more than its weakest folder.
+fn mode_strength(mode: &str) -> u8 {
+    match mode {
+        "hybrid" => 2,
+        "partial" => 1,
+        _ => 0,
+    }
+}
+
+/// Whether a hit was pinned above the fused order (exact name, verified
+/// phrase).
+fn is_pinned(hit: &SearchHit) -> bool {
+    hit.sources.iter().any(|s| *s == "exact" || *s == "phrase")
+}
+
+/// Merges each folder's ranked hits without breaking any folder's order:
+/// pinned hits of every folder first, then by score, comparing only the
+/// folders' next hits (ties go to the earlier folder). One folder's list
+/// comes back as it is.
+fn merge_folders(lists: Vec<Vec<SearchHit>>, limit: usize) -> Vec<SearchHit> {
+    let mut lists: Vec<std::iter::Peekable<std::vec::IntoIter<SearchHit>>> = lists
+        .into_iter()
+        .map(|l| l.into_iter().peekable())
+        .collect();
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let mut best: Option<(usize, bool, f32)> = None;
+        for (i, list) in lists.iter_mut().enumerate() {
+            let Some(head) = list.peek() else { continue };
+            let key = (is_pinned(head), head.score);
+            let better = match best {
+                None => true,
+                Some((_, pinned, score)) => {
+                    (key.0 && !pinned) || (key.0 == pinned && key.1 > score)
+                }
+            };
+            if better {
+                best = Some((i, key.0, key.1));
+            }
+        }
+        let Some((i, _, _)) = best else { break };
+        out.extend(lists[i].next());
+    }
+    out
+}
+
+/// Runs a search over every folder and merges the hits (`merge_folders`).
+/// A branch that failed at run time is logged and named in `reason`.
 fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResponse {
     let engine = state.engine();
     let mut response = SearchResponse {
@@ -771,12 +882,24 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         coverage: json!({"embedded": 0, "total": 0}),
         hits: Vec::new(),
     };
+    let weaken = |response: &mut SearchResponse, mode: &'static str, reason: Option<String>| {
+        if mode_strength(mode) < mode_strength(response.mode) {
+            response.mode = mode;
+            response.reason = reason;
+        } else if mode == response.mode && response.reason.is_none() {
+            response.reason = reason;
+        }
+    };
     let (mut embedded, mut total) = (0u64, 0u64);
     let mut any = false;
+    let mut lists = Vec::new();
     for folder in state.folders() {
         let Some(index) = folder.index() else {
-            response.mode = "lexical";
-            response.reason = Some(format!("{} is still being indexed", folder.root.display()));
+            weaken(
+                &mut response,
+                "lexical",
+                Some(format!("{} is still being indexed", folder.root.display())),
+            );
             continue;
         };
         any = true;
@@ -787,14 +910,22 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             disk: DiskText::new(&folder.root),
         };
         let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
-        if results.mode == "lexical" {
-            response.mode = "lexical";
-            if response.reason.is_none() {
-                response.reason = results.reason.clone();
-            }
+        let usable = engine
+            .as_ref()
+            .is_some_and(|e| e.unavailable_reason().is_none());
+        if results.mode == "lexical" && usable && snapshot.vectors.is_some() {
+            // The model is there and vectors exist: the dense branch
+            // failed at run time.
+            log(&format!(
+                "search {query:?} in {}: {}",
+                folder.root.display(),
+                results.reason.as_deref().unwrap_or("dense branch failed")
+            ));
         }
+        weaken(&mut response, results.mode, results.reason.clone());
         embedded += results.coverage.embedded;
         total += results.coverage.total;
+        let mut hits = Vec::with_capacity(results.hits.len());
         for hit in results.hits {
             let abs = folder.root.join(&hit.path);
             let Some(uri) = Uri::from_file_path(&abs) else {
@@ -810,7 +941,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                     hit.snippet.clone(),
                 ),
             };
-            response.hits.push(SearchHit {
+            hits.push(SearchHit {
                 uri,
                 range,
                 symbol: hit.symbol,
@@ -821,19 +952,17 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                 snippet,
             });
         }
+        lists.push(hits);
     }
     if !any && response.reason.is_none() {
         response.mode = "lexical";
         response.reason = Some("no workspace folder is open".into());
     }
-    if engine.is_none() && response.mode == "hybrid" {
+    if engine.is_none() && response.mode != "lexical" {
         response.mode = "lexical";
         response.reason = Some("the embedding model is not loaded yet".into());
     }
-    // Several folders: best scores first (a stable sort keeps each
-    // folder's order among equal scores).
-    response.hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    response.hits.truncate(options.limit);
+    response.hits = merge_folders(lists, options.limit);
     response.coverage = json!({"embedded": embedded, "total": total});
     response
 }
@@ -1098,5 +1227,56 @@ impl LanguageServer for Backend {
         let n = roots.len();
         self.state.queue(|p| p.walks.extend(roots));
         Ok(Some(json!({"reindexing": n})))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(name: &str, score: f32, pinned: bool) -> SearchHit {
+        SearchHit {
+            uri: Uri::from_file_path("/w/a.rs").unwrap(),
+            range: line_range(1, 1),
+            symbol: name.into(),
+            kind: "function",
+            language: "rust",
+            score,
+            sources: if pinned {
+                vec!["lexical", "phrase"]
+            } else {
+                vec!["lexical"]
+            },
+            snippet: String::new(),
+        }
+    }
+
+    fn names(hits: &[SearchHit]) -> Vec<&str> {
+        hits.iter().map(|h| h.symbol.as_str()).collect()
+    }
+
+    #[test]
+    fn merging_folders_keeps_each_folders_order() {
+        // One folder: its order as it is, pinned low scores included.
+        let one = vec![
+            hit("p", 0.1, true),
+            hit("a", 0.9, false),
+            hit("b", 0.5, false),
+        ];
+        assert_eq!(names(&merge_folders(vec![one], 10)), ["p", "a", "b"]);
+        // Two: pinned hits of both first, then by score among the heads.
+        let first = vec![
+            hit("p1", 0.2, true),
+            hit("a", 0.9, false),
+            hit("c", 0.3, false),
+        ];
+        let second = vec![hit("p2", 0.1, true), hit("b", 0.5, false)];
+        assert_eq!(
+            names(&merge_folders(vec![first, second], 10)),
+            ["p1", "p2", "a", "b", "c"]
+        );
+        let first = vec![hit("a", 0.9, false), hit("c", 0.3, false)];
+        let second = vec![hit("b", 0.5, false)];
+        assert_eq!(names(&merge_folders(vec![first, second], 2)), ["a", "b"]);
     }
 }

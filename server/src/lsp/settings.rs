@@ -43,12 +43,14 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Parses `options` (absent or null: the defaults). Returns the settings
+    /// Parses `options` (absent, null or `[]`: the defaults). Returns the settings
     /// and the unknown keys.
     pub fn from_options(options: Option<&Value>) -> Result<(Settings, Vec<String>), String> {
         let mut settings = Settings::default();
         let mut unknown = Vec::new();
-        let Some(options) = options.filter(|v| !v.is_null()) else {
+        // Neovim sends an empty Lua table as `[]`.
+        let empty = |v: &&Value| v.is_null() || v.as_array().is_some_and(|a| a.is_empty());
+        let Some(options) = options.filter(|v| !empty(v)) else {
             return Ok((settings, unknown));
         };
         let Some(map) = options.as_object() else {
@@ -133,5 +135,11 @@ mod tests {
         let err = Settings::from_options(Some(&json!({"exclude": ["[a"]}))).unwrap_err();
         assert!(err.contains("bad path glob"), "{err}");
         assert!(Settings::from_options(Some(&json!([1]))).is_err());
+        for empty in [json!(null), json!([])] {
+            assert_eq!(
+                Settings::from_options(Some(&empty)).unwrap().0,
+                Settings::default()
+            );
+        }
     }
 }

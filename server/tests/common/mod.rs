@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests: fixture copies and index setup.
 #![allow(dead_code)]
 
+pub mod lsp;
+
 use quarry::index::{Index, IndexConfig};
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,54 @@
+//! Starting and stopping the real `quarry lsp` binary for the stdio tests.
+
+use super::Workspace;
+use quarry::bench::lsp_client::Client;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+pub fn uri(path: &Path) -> String {
+    format!("file://{}", path.display())
+}
+
+/// Starts a server on the workspace; `model` is the model directory (else
+/// none is found and search is lexical).
+pub fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
+    start_with_options(ws, model, json!({"debounceMs": 30, "unknownKey": 1}))
+}
+
+/// Starts a server on the workspace with these `initializationOptions`.
+pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) -> Client {
+    let mut client = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache"),
+        model,
+    );
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    let init = client.result(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": null,
+            "capabilities": {"window": {"workDoneProgress": true}},
+            "workspaceFolders": [{"uri": uri(&root), "name": "fixture"}],
+            "initializationOptions": options
+        }),
+    );
+    assert_eq!(init["serverInfo"]["name"], "quarry");
+    assert_eq!(init["capabilities"]["workspaceSymbolProvider"], true);
+    client.notify("initialized", json!({}));
+    client
+}
+
+/// Waits (at most 10 s) for the server process to end.
+pub fn wait_exit(client: &mut Client) -> ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = client.child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

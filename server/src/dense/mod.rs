@@ -171,6 +171,35 @@ impl DenseEngine {
         Ok(vector)
     }
 
+    /// The vectors the machine-wide cache has for these chunk texts (no
+    /// model run): `None` for the texts it lacks.
+    pub fn cached_vectors(&self, inputs: &[ChunkText]) -> Result<Vec<Option<Vec<f32>>>, String> {
+        let embedder = self.working_embedder()?;
+        let model_id = embedder.model_id();
+        let mut guard = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        self.open_cache(&mut guard, embedder);
+        Ok(inputs
+            .iter()
+            .map(|t| {
+                let key = cache_key(model_id, &t.cache_text);
+                guard.as_ref().and_then(|c| c.get(&key))
+            })
+            .collect())
+    }
+
+    /// Opens the vector cache on first use. An unusable cache only costs
+    /// speed.
+    fn open_cache(&self, guard: &mut Option<VectorCache>, embedder: &Embedder) {
+        if guard.is_none() {
+            let dir = self
+                .config
+                .cache_dir
+                .clone()
+                .unwrap_or_else(cache::default_dir);
+            *guard = VectorCache::open(&dir, embedder.model_id(), embedder.dim()).ok();
+        }
+    }
+
     /// Vectors for chunk texts: cached ones from the machine-wide cache,
     /// the rest computed in batches sorted by length and added to it.
     pub fn embed_texts(
@@ -185,15 +214,7 @@ impl DenseEngine {
             .collect();
         let texts: Vec<&str> = inputs.iter().map(|t| t.text.as_str()).collect();
         let mut guard = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.is_none() {
-            let dir = self
-                .config
-                .cache_dir
-                .clone()
-                .unwrap_or_else(cache::default_dir);
-            // An unusable cache only costs speed.
-            *guard = VectorCache::open(&dir, model_id, embedder.dim()).ok();
-        }
+        self.open_cache(&mut guard, embedder);
         let mut out: Vec<Option<Vec<f32>>> = keys
             .iter()
             .map(|k| guard.as_ref().and_then(|c| c.get(k)))

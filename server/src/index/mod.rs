@@ -233,6 +233,9 @@ pub struct Index {
     defer_vector_saves: std::sync::atomic::AtomicBool,
     /// Vectors were added since the vector index was last saved.
     vectors_dirty: std::sync::atomic::AtomicBool,
+    /// The editors' texts indexed by `update_buffers`, by path: the chunks
+    /// of a buffer row are embedded from here (the file on disk differs).
+    buffer_texts: Mutex<FxHashMap<String, Arc<str>>>,
 }
 
 /// What one `embed_pending` call did.
@@ -254,6 +257,17 @@ pub struct EmbedStats {
 
 /// Chunks embedded per group: texts are read and vectors stored per group.
 const EMBED_GROUP: usize = 256;
+
+/// Which pending chunks an embedding call takes, and how.
+struct EmbedWork<'a> {
+    /// Paths whose chunks go first.
+    priority: &'a [String],
+    /// Only the `priority` paths' chunks.
+    only_priority: bool,
+    limit: Option<usize>,
+    /// Only vectors the cache has; never run the model.
+    cached_only: bool,
+}
 
 impl Index {
     /// Opens (or creates) the index of `config.root`, loading the committed
@@ -303,6 +317,7 @@ impl Index {
             notes: Mutex::new(notes),
             defer_vector_saves: std::sync::atomic::AtomicBool::new(false),
             vectors_dirty: std::sync::atomic::AtomicBool::new(false),
+            buffer_texts: Mutex::new(FxHashMap::default()),
         })
     }
 
@@ -471,6 +486,12 @@ impl Index {
             });
             texts.insert(rel_path, text.clone());
         }
+        {
+            let mut kept = self.buffer_texts.lock().unwrap_or_else(|e| e.into_inner());
+            for (path, text) in &texts {
+                kept.insert(path.clone(), Arc::from(text.as_str()));
+            }
+        }
         self.apply(&mut state, changed, Vec::new(), &texts, &mut stats, &|_| {})?;
         stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(stats)
@@ -606,6 +627,73 @@ impl Index {
         limit: Option<usize>,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> Result<EmbedStats, IndexError> {
+        self.embed_work(
+            engine,
+            EmbedWork {
+                priority,
+                only_priority: false,
+                limit,
+                cached_only: false,
+            },
+            progress,
+        )
+    }
+
+    /// Gives the live chunks of `paths` that lack a vector the vectors the
+    /// machine-wide cache already has for their text, without running the
+    /// model: after an edit, every chunk whose text did not change has its
+    /// vector again within milliseconds. Chunks the cache lacks stay
+    /// pending for `embed_pending`.
+    pub fn fill_from_cache(
+        &self,
+        engine: &DenseEngine,
+        paths: &[String],
+    ) -> Result<EmbedStats, IndexError> {
+        if paths.is_empty() {
+            return Ok(EmbedStats::default());
+        }
+        self.embed_work(
+            engine,
+            EmbedWork {
+                priority: paths,
+                only_priority: true,
+                limit: None,
+                cached_only: true,
+            },
+            &|_| {},
+        )
+    }
+
+    /// The text of `path` as indexed: the editor's buffer for a buffer row
+    /// (if its hash still matches), else the file if it has not changed
+    /// since (same modification time).
+    fn indexed_text(&self, path: &str, row: Option<&FileRow>) -> Option<String> {
+        let row = row?;
+        if row.mtime_ns == BUFFER_MTIME {
+            let text = self
+                .buffer_texts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(path)
+                .cloned()?;
+            return (*blake3::hash(text.as_bytes()).as_bytes() == row.hash)
+                .then(|| text.to_string());
+        }
+        let abs = self.root.join(path);
+        match walk::stat(&abs) {
+            Ok((_, now)) if now == row.mtime_ns => std::fs::read(&abs)
+                .ok()
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            _ => None,
+        }
+    }
+
+    fn embed_work(
+        &self,
+        engine: &DenseEngine,
+        request: EmbedWork<'_>,
+        progress: &(dyn Fn(Progress) + Sync),
+    ) -> Result<EmbedStats, IndexError> {
         let started = Instant::now();
         let mut stats = EmbedStats::default();
         self.attach_dense(engine)?;
@@ -617,8 +705,10 @@ impl Index {
             return Ok(stats);
         }
         let snapshot = self.snapshot();
-        // (priority, mtime, path, chunk id), best first.
+        // (priority, mtime, path, chunk id), best first; the file rows as
+        // they were when the work was listed.
         let mut work: Vec<(bool, u64, &str, u32)> = Vec::new();
+        let mut rows: FxHashMap<&str, FileRow> = FxHashMap::default();
         {
             let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             for (segment, chunk) in snapshot.live_chunks() {
@@ -626,14 +716,27 @@ impl Index {
                     continue;
                 }
                 let path = segment.path_of(chunk);
-                let mtime = state.files.get(path).map_or(0, |row| row.mtime_ns);
-                work.push((
-                    priority.iter().any(|p| p == path),
-                    mtime,
-                    path,
-                    chunk.chunk_id,
-                ));
+                let first = request.priority.iter().any(|p| p == path);
+                if request.only_priority && !first {
+                    continue;
+                }
+                let row = state.files.get(path);
+                let mtime = row.map_or(0, |row| row.mtime_ns);
+                if let Some(row) = row {
+                    rows.entry(path).or_insert_with(|| row.clone());
+                }
+                work.push((first, mtime, path, chunk.chunk_id));
             }
+            // Forget buffer texts no row needs any more.
+            self.buffer_texts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|path, _| {
+                    state
+                        .files
+                        .get(path.as_str())
+                        .is_some_and(|row| row.mtime_ns == BUFFER_MTIME)
+                });
         }
         stats.pending = work.len() as u64;
         work.sort_by(|a, b| {
@@ -642,24 +745,17 @@ impl Index {
                 .then(a.2.cmp(b.2))
                 .then(a.3.cmp(&b.3))
         });
-        work.truncate(limit.unwrap_or(usize::MAX));
+        work.truncate(request.limit.unwrap_or(usize::MAX));
         let total = work.len() as u64;
         let budget = engine.config().token_budget;
         let mut files: FxHashMap<&str, Option<String>> = FxHashMap::default();
         for group in work.chunks(EMBED_GROUP) {
             let mut ids = Vec::with_capacity(group.len());
             let mut texts = Vec::with_capacity(group.len());
-            for (_, mtime, path, chunk_id) in group {
-                let file = files.entry(path).or_insert_with(|| {
-                    let abs = self.root.join(path);
-                    // A file changed since indexing would give wrong text.
-                    match walk::stat(&abs) {
-                        Ok((_, now)) if now == *mtime => std::fs::read(&abs)
-                            .ok()
-                            .map(|b| String::from_utf8_lossy(&b).into_owned()),
-                        _ => None,
-                    }
-                });
+            for (_, _, path, chunk_id) in group {
+                let file = files
+                    .entry(path)
+                    .or_insert_with(|| self.indexed_text(path, rows.get(path)));
                 let found = snapshot
                     .chunk(*chunk_id)
                     .and_then(|(segment, _)| Some((segment, segment.position(*chunk_id)?)));
@@ -673,17 +769,31 @@ impl Index {
             if files.len() > 64 {
                 files.clear();
             }
-            match engine.embed_texts(&texts) {
+            let embedded = if request.cached_only {
+                engine.cached_vectors(&texts).map(|found| {
+                    let n = found.iter().filter(|v| v.is_some()).count();
+                    let counts = crate::dense::EmbedCounts {
+                        from_cache: n,
+                        computed: 0,
+                    };
+                    (found, counts)
+                })
+            } else {
+                engine
+                    .embed_texts(&texts)
+                    .map(|(found, counts)| (found.into_iter().map(Some).collect(), counts))
+            };
+            match embedded {
                 Ok((vectors_out, counts)) => {
                     let entries: Vec<(u32, &[f32])> = ids
                         .iter()
                         .zip(&vectors_out)
-                        .map(|(id, v)| (*id, v.as_slice()))
+                        .filter_map(|(id, v)| Some((*id, v.as_ref()?.as_slice())))
                         .collect();
                     vectors
                         .add(&entries)
                         .map_err(|e| vector_err(&self.cache_dir, e))?;
-                    stats.embedded += ids.len() as u64;
+                    stats.embedded += entries.len() as u64;
                     stats.from_cache += counts.from_cache as u64;
                     stats.computed += counts.computed as u64;
                 }

@@ -125,6 +125,12 @@ struct Folder {
     /// since the server started.
     vectors_computed: AtomicU64,
     vectors_from_cache: AtomicU64,
+    /// Held by the embedding lane while it embeds this folder.
+    embedding: tokio::sync::Mutex<()>,
+    /// The lane is embedding this folder now.
+    embedding_active: AtomicBool,
+    /// Paths whose chunks the lane embeds first (edited, saved, changed).
+    embed_priority: Mutex<BTreeSet<String>>,
 }
 
 impl Folder {
@@ -158,6 +164,8 @@ struct State {
     engine: RwLock<Option<Arc<DenseEngine>>>,
     pending: Mutex<Pending>,
     wake: Notify,
+    /// Wakes the embedding lane.
+    embed_wake: Notify,
     progress_supported: AtomicBool,
     next_token: AtomicU64,
     shutting_down: AtomicBool,
@@ -183,6 +191,7 @@ impl Backend {
                 engine: RwLock::new(None),
                 pending: Mutex::new(Pending::default()),
                 wake: Notify::new(),
+                embed_wake: Notify::new(),
                 progress_supported: AtomicBool::new(false),
                 next_token: AtomicU64::new(1),
                 shutting_down: AtomicBool::new(false),
@@ -246,6 +255,9 @@ impl State {
             last_walk: Mutex::new(None),
             vectors_computed: AtomicU64::new(0),
             vectors_from_cache: AtomicU64::new(0),
+            embedding: tokio::sync::Mutex::new(()),
+            embedding_active: AtomicBool::new(false),
+            embed_priority: Mutex::new(BTreeSet::new()),
         }));
         drop(folders);
         if let Some(watcher) = self
@@ -339,7 +351,8 @@ async fn with_progress<T: Send + 'static>(
 }
 
 /// The update loop: waits for work, lets changes settle for the debounce
-/// interval, then runs it folder by folder on blocking threads.
+/// interval, then runs it folder by folder on blocking threads. It never
+/// waits for embedding: that is `embed_loop`'s lane.
 async fn update_loop(state: Arc<State>) {
     loop {
         state.wake.notified().await;
@@ -441,7 +454,7 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
                     format!("indexed {} ({total} chunks)", folder.root.display()),
                 )
                 .await;
-            embed(state, folder, &index, &[], progress.as_ref()).await;
+            request_embedding(state, folder, Vec::new());
         }
         Some(Err(e)) => {
             folder.set_error(Some(e.clone()));
@@ -482,80 +495,144 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     }
     // Disk updates replace buffer rows, and edited buffers are why we may
     // be here at all: index every dirty buffer's text again.
-    reapply_buffers(state, folder, &index).await;
-    let priority: Vec<String> = paths
+    let buffers = reapply_buffers(state, folder, &index).await;
+    let mut priority: Vec<String> = paths
         .iter()
         .filter_map(|p| crate::walk::relative_path(&folder.root, p))
         .collect();
-    if !priority.is_empty() {
-        embed(state, folder, &index, &priority, None).await;
-    }
-}
-
-/// Indexes the unsaved text of every dirty open buffer under the folder.
-async fn reapply_buffers(state: &Arc<State>, folder: &Arc<Folder>, index: &Arc<Index>) {
-    let dirty = state.overlay.dirty_under(&folder.root);
-    if dirty.is_empty() {
+    priority.extend(buffers);
+    if priority.is_empty() {
         return;
     }
+    // Chunks whose text did not change get their vectors back from the
+    // cache at once; the lane computes the rest in the background.
+    if let Some(engine) = state.engine().filter(|e| e.unavailable_reason().is_none()) {
+        let job_index = index.clone();
+        let job_priority = priority.clone();
+        let filled =
+            tokio::task::spawn_blocking(move || job_index.fill_from_cache(&engine, &job_priority))
+                .await;
+        if let Ok(Err(e)) = filled {
+            state
+                .log(MessageType::ERROR, format!("vectors from the cache: {e}"))
+                .await;
+        }
+    }
+    request_embedding(state, folder, priority);
+}
+
+/// Indexes the unsaved text of every dirty open buffer under the folder;
+/// returns their paths relative to the root.
+async fn reapply_buffers(
+    state: &Arc<State>,
+    folder: &Arc<Folder>,
+    index: &Arc<Index>,
+) -> Vec<String> {
+    let dirty = state.overlay.dirty_under(&folder.root);
+    if dirty.is_empty() {
+        return Vec::new();
+    }
+    let paths = dirty
+        .iter()
+        .filter_map(|(p, _)| crate::walk::relative_path(&folder.root, p))
+        .collect();
     let index = index.clone();
     if let Ok(Err(e)) = tokio::task::spawn_blocking(move || index.update_buffers(&dirty)).await {
         state
             .log(MessageType::ERROR, format!("indexing open buffers: {e}"))
             .await;
     }
+    paths
 }
 
-/// Loads the model once (unless lexical-only), then embeds what lacks a
-/// vector, `priority` paths first, in rounds so shutdown can stop it.
-async fn embed(
+/// Asks the embedding lane to embed what `folder` lacks, `priority`
+/// paths first.
+fn request_embedding(state: &State, folder: &Folder, priority: Vec<String>) {
+    folder
+        .embed_priority
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(priority);
+    state.embed_wake.notify_one();
+}
+
+/// The engine, loading the model on first use (unless lexical-only).
+async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
+    let settings = state.settings();
+    if settings.lexical_only {
+        return None;
+    }
+    if let Some(engine) = state.engine() {
+        return Some(engine);
+    }
+    let model_dir = settings.model_path.clone();
+    let loaded = tokio::task::spawn_blocking(move || {
+        Arc::new(DenseEngine::load(DenseConfig {
+            model_dir,
+            ..DenseConfig::default()
+        }))
+    })
+    .await
+    .ok()?;
+    match loaded.unavailable_reason() {
+        Some(reason) => {
+            state
+                .log(
+                    MessageType::WARNING,
+                    format!("lexical-only search: {reason}"),
+                )
+                .await
+        }
+        None => {
+            state
+                .log(
+                    MessageType::INFO,
+                    format!("embedding model {}", loaded.model_id().unwrap_or("")),
+                )
+                .await
+        }
+    }
+    *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
+    Some(loaded)
+}
+
+/// Chunks per embedding round: small, so that priority paths, shutdown
+/// and the CPU for updates and queries never wait long.
+const EMBED_ROUND: usize = 64;
+
+/// The embedding lane: a background task, separate from the update loop,
+/// that embeds what lacks a vector in every folder, in rounds, picking up
+/// priority paths (edits) between rounds. The vector cache means nothing
+/// it has seen before is computed again.
+async fn embed_loop(state: Arc<State>) {
+    loop {
+        state.embed_wake.notified().await;
+        if state.shutting_down.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(engine) = load_engine(&state).await else {
+            continue;
+        };
+        if engine.unavailable_reason().is_some() {
+            continue;
+        }
+        for folder in state.folders() {
+            if let Some(index) = folder.index() {
+                embed_folder(&state, &folder, &index, &engine).await;
+            }
+        }
+    }
+}
+
+/// Embeds one folder's pending chunks in rounds until none is left, the
+/// model fails, or the server shuts down.
+async fn embed_folder(
     state: &Arc<State>,
     folder: &Arc<Folder>,
     index: &Arc<Index>,
-    priority: &[String],
-    progress: Option<&Progress>,
+    engine: &Arc<DenseEngine>,
 ) {
-    let settings = state.settings();
-    if settings.lexical_only {
-        return;
-    }
-    let engine = match state.engine() {
-        Some(engine) => engine,
-        None => {
-            let model_dir = settings.model_path.clone();
-            let loaded = tokio::task::spawn_blocking(move || {
-                Arc::new(DenseEngine::load(DenseConfig {
-                    model_dir,
-                    ..DenseConfig::default()
-                }))
-            })
-            .await;
-            let Ok(engine) = loaded else { return };
-            match engine.unavailable_reason() {
-                Some(reason) => {
-                    state
-                        .log(
-                            MessageType::WARNING,
-                            format!("lexical-only search: {reason}"),
-                        )
-                        .await
-                }
-                None => {
-                    state
-                        .log(
-                            MessageType::INFO,
-                            format!("embedding model {}", engine.model_id().unwrap_or("")),
-                        )
-                        .await
-                }
-            }
-            *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(engine.clone());
-            engine
-        }
-    };
-    if engine.unavailable_reason().is_some() {
-        return;
-    }
+    let _lane = folder.embedding.lock().await;
     let attach_index = index.clone();
     let attach_engine = engine.clone();
     if let Ok(Err(e)) =
@@ -564,20 +641,42 @@ async fn embed(
         folder.set_error(Some(e.to_string()));
         return;
     }
-    const ROUND: usize = 256;
+    let (embedded, total) = index.snapshot().coverage();
+    if embedded >= total {
+        folder
+            .embed_priority
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        return;
+    }
+    folder.embedding_active.store(true, Ordering::SeqCst);
+    let progress = if total - embedded > EMBED_ROUND as u64 {
+        state.progress("Quarry: embedding").await
+    } else {
+        None
+    };
+    let mut priority: BTreeSet<String> = BTreeSet::new();
+    let mut since_save = 0u64;
     loop {
         if state.shutting_down.load(Ordering::Relaxed) {
-            return;
+            break;
         }
+        priority.extend(std::mem::take(
+            &mut *folder
+                .embed_priority
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        ));
         let counter = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
         let (embedded, total) = index.snapshot().coverage();
         counter.0.store(embedded, Ordering::Relaxed);
         counter.1.store(total, Ordering::Relaxed);
         let job_index = index.clone();
         let job_engine = engine.clone();
-        let job_priority = priority.to_vec();
-        let result = with_progress(progress, "embedded", counter, move || {
-            job_index.embed_pending(&job_engine, &job_priority, Some(ROUND), &|_| {})
+        let job_priority: Vec<String> = priority.iter().cloned().collect();
+        let result = with_progress(progress.as_ref(), "embedded", counter, move || {
+            job_index.embed_pending(&job_engine, &job_priority, Some(EMBED_ROUND), &|_| {})
         })
         .await;
         match result {
@@ -588,23 +687,38 @@ async fn embed(
                 folder
                     .vectors_from_cache
                     .fetch_add(stats.from_cache, Ordering::Relaxed);
-                if stats.embedded >= ROUND as u64 / 2 {
+                since_save += stats.embedded;
+                if since_save >= 1024 {
                     save_vectors(state, index).await;
+                    since_save = 0;
                 }
                 if let Some(error) = stats.error {
                     folder.set_error(Some(format!("embedding: {error}")));
-                    return;
+                    state
+                        .log(MessageType::ERROR, format!("embedding: {error}"))
+                        .await;
+                    break;
                 }
                 if stats.remaining == 0 || stats.embedded == 0 {
-                    return;
+                    break;
                 }
             }
             Some(Err(e)) => {
                 folder.set_error(Some(e.to_string()));
-                return;
+                state
+                    .log(MessageType::ERROR, format!("embedding: {e}"))
+                    .await;
+                break;
             }
-            None => return,
+            None => break,
         }
+    }
+    if since_save > 0 {
+        save_vectors(state, index).await;
+    }
+    folder.embedding_active.store(false, Ordering::SeqCst);
+    if let Some(progress) = progress {
+        progress.finish_with_message("done").await;
     }
 }
 
@@ -771,6 +885,7 @@ impl Backend {
                             "lastWalk": *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()),
                             "vectorsComputed": folder.vectors_computed.load(Ordering::Relaxed),
                             "vectorsFromCache": folder.vectors_from_cache.load(Ordering::Relaxed),
+                            "embedding": folder.embedding_active.load(Ordering::SeqCst),
                             "lastError": error,
                         })
                     }
@@ -1027,6 +1142,7 @@ impl LanguageServer for Backend {
             self.state.add_folder(root);
         }
         tokio::spawn(update_loop(self.state.clone()));
+        tokio::spawn(embed_loop(self.state.clone()));
 
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
@@ -1082,10 +1198,12 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> RpcResult<()> {
         self.state.shutting_down.store(true, Ordering::Relaxed);
         self.state.wake.notify_one();
-        // Wait for each folder's running job (index writes are atomic),
-        // then save vectors added since the last save.
+        self.state.embed_wake.notify_one();
+        // Wait for each folder's running job and embedding round (index
+        // writes are atomic), then save vectors added since the last save.
         for folder in self.state.folders() {
             let _busy = folder.busy.lock().await;
+            let _lane = folder.embedding.lock().await;
             if let Some(index) = folder.index() {
                 save_vectors(&self.state, &index).await;
             }

@@ -1,7 +1,9 @@
 //! `quarry bench --lsp CORPUS`: the language server measured as an editor
 //! sees it, over stdio: `workspace/symbol` per keystroke, `quarry/search`,
-//! and how long a saved edit takes to become searchable (lexically, and with
-//! a model, until its one changed chunk is embedded).
+//! how long a saved edit takes to become searchable (lexically, and with
+//! a model, until its one changed chunk is embedded), saves and unsaved
+//! edits while a cold embedding runs, and 200 concurrent searches against
+//! the same searches one at a time.
 //!
 //! Never: part of the test suite's pass/fail decisions; it prints numbers.
 
@@ -53,6 +55,221 @@ pub struct LspReport {
     /// didSave sent -> every chunk embedded again (with a model).
     pub save_embedded_p50_ms: Option<f64>,
     pub checkout: Checkout,
+    /// With a model: edits while the first (cold) embedding runs.
+    pub cold: Option<ColdEmbedding>,
+    pub concurrent: Concurrent,
+}
+
+/// Saves and unsaved edits timed while the server embeds a cold workspace.
+#[derive(Debug, Default, Serialize)]
+pub struct ColdEmbedding {
+    /// Chunks with a vector when the first and the last edit were made.
+    pub embedded_before: u64,
+    pub embedded_after: u64,
+    pub chunks: u64,
+    /// didSave -> the new function found by `workspace/symbol`.
+    pub save_p50_ms: f64,
+    pub save_max_ms: f64,
+    /// didChange (unsaved) -> the new function found by `workspace/symbol`.
+    pub edit_p50_ms: f64,
+    pub edit_max_ms: f64,
+    pub edits: usize,
+}
+
+/// `CONCURRENT` `quarry/search` requests sent at once, compared with the
+/// same queries sent one at a time just before.
+#[derive(Debug, Default, Serialize)]
+pub struct Concurrent {
+    pub mode: String,
+    pub requests: usize,
+    pub equal: usize,
+    /// Requests without a dense hit although their sequential answer had one.
+    pub lost_dense: usize,
+    pub wall_ms: f64,
+    /// The first answer that differed, and how.
+    pub first_difference: Option<String>,
+}
+
+/// Requests of the concurrency check.
+const CONCURRENT: usize = 200;
+
+/// Edits and saves timed during the cold embedding.
+const COLD_EDITS: usize = 10;
+
+/// Embedding is awaited (for the hybrid-only measures) up to this many
+/// chunks; a bigger corpus would take hours on two cores.
+const WAIT_EMBEDDING_MAX_CHUNKS: u64 = 50_000;
+
+fn folder_counts(status: &Value) -> (u64, u64) {
+    let f = &status["folders"][0];
+    (
+        f["embedded"].as_u64().unwrap_or(0),
+        f["chunks"].as_u64().unwrap_or(0),
+    )
+}
+
+/// Appends a function to `file` `COLD_EDITS` times on disk (with didSave)
+/// and as often in an open buffer (didChange only), timing each until
+/// `workspace/symbol` finds it, while the first embedding runs.
+fn cold_edits(client: &mut Client, file: &Path, template: &str) -> io::Result<ColdEmbedding> {
+    let render = |name: &str| {
+        template
+            .replace("{name}", name)
+            .replace("{{", "{")
+            .replace("}}", "}")
+    };
+    let found = |name: &str| {
+        let name = name.to_string();
+        move |r: &Value| {
+            r.as_array()
+                .is_some_and(|a| a.iter().any(|s| s["name"] == name.as_str()))
+        }
+    };
+    let (embedded_before, chunks) = folder_counts(&client.result("quarry/status", json!(null)));
+    let file_uri = format!("file://{}", file.display());
+    let mut text = std::fs::read_to_string(file)?;
+    let mut saves = Vec::new();
+    for i in 0..COLD_EDITS {
+        let name = format!("quarry_bench_cold_save_{i}");
+        text.push_str(&render(&name));
+        std::fs::write(file, &text)?;
+        let started = Instant::now();
+        client.notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": file_uri}}),
+        );
+        client.poll("workspace/symbol", json!({"query": name}), found(&name));
+        saves.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": file_uri, "languageId": "", "version": 1, "text": text}}),
+    );
+    let mut edits = Vec::new();
+    for i in 0..COLD_EDITS {
+        let name = format!("quarry_bench_cold_edit_{i}");
+        let added = render(&name);
+        // The end of the buffer, in LSP's UTF-16 columns.
+        let line = text.matches('\n').count() as u32;
+        let last = text.rsplit('\n').next().unwrap_or("");
+        let character = last.encode_utf16().count() as u32;
+        text.push_str(&added);
+        let started = Instant::now();
+        client.notify(
+            "textDocument/didChange",
+            json!({
+                "textDocument": {"uri": file_uri, "version": i + 2},
+                "contentChanges": [{"range": {"start": {"line": line, "character": character}, "end": {"line": line, "character": character}}, "text": added}]
+            }),
+        );
+        client.poll("workspace/symbol", json!({"query": name}), found(&name));
+        edits.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    // Back to the disk's text.
+    std::fs::write(file, &text)?;
+    client.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": file_uri}}),
+    );
+    client.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": file_uri}}),
+    );
+    let (embedded_after, _) = folder_counts(&client.result("quarry/status", json!(null)));
+    let (saves, edits) = (sorted(saves), sorted(edits));
+    Ok(ColdEmbedding {
+        embedded_before,
+        embedded_after,
+        chunks,
+        save_p50_ms: percentile(&saves, 0.5),
+        save_max_ms: saves.last().copied().unwrap_or(0.0),
+        edit_p50_ms: percentile(&edits, 0.5),
+        edit_max_ms: edits.last().copied().unwrap_or(0.0),
+        edits: COLD_EDITS,
+    })
+}
+
+/// Sends `CONCURRENT` searches at once and compares each answer with the
+/// same query's answer alone.
+fn concurrent(client: &mut Client) -> Concurrent {
+    let queries: Vec<&str> = LEXICAL_QUERIES.iter().copied().take(10).collect();
+    let mut alone = Vec::new();
+    let mut mode = String::new();
+    for query in &queries {
+        let result = client.result("quarry/search", json!({"query": query, "limit": 10}));
+        mode = result["mode"].as_str().unwrap_or("").to_string();
+        alone.push(result["hits"].clone());
+    }
+    let first = client.next_id;
+    client.next_id += CONCURRENT as i64;
+    let requests: Vec<Value> = (0..CONCURRENT)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": first + i as i64, "method": "quarry/search",
+                   "params": {"query": queries[i % queries.len()], "limit": 10}})
+        })
+        .collect();
+    let started = Instant::now();
+    client.send_all(&requests);
+    let mut answers: std::collections::HashMap<i64, Value> = Default::default();
+    let deadline = Instant::now() + client.timeout;
+    while answers.len() < CONCURRENT {
+        let message = client.next(deadline);
+        match message["id"].as_i64() {
+            Some(id) if message.get("method").is_none() => {
+                answers.insert(id, message);
+            }
+            _ => client.handle(message),
+        }
+    }
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let has_dense = |hits: &Value| {
+        hits.as_array().is_some_and(|a| {
+            a.iter().any(|h| {
+                h["sources"]
+                    .as_array()
+                    .is_some_and(|s| s.contains(&json!("dense")))
+            })
+        })
+    };
+    let mut report = Concurrent {
+        mode,
+        requests: CONCURRENT,
+        wall_ms,
+        ..Concurrent::default()
+    };
+    for i in 0..CONCURRENT {
+        let hits = &answers[&(first + i as i64)]["result"]["hits"];
+        let expected = &alone[i % queries.len()];
+        if hits == expected {
+            report.equal += 1;
+        } else if report.first_difference.is_none() {
+            let names = |v: &Value| -> Vec<String> {
+                v.as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|h| {
+                                format!(
+                                    "{} {:.5}",
+                                    h["symbol"].as_str().unwrap_or(""),
+                                    h["score"].as_f64().unwrap_or(0.0)
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            report.first_difference = Some(format!(
+                "{:?}: alone {:?} / concurrent {:?}",
+                queries[i % queries.len()],
+                names(expected),
+                names(hits)
+            ));
+        }
+        if has_dense(expected) && !has_dense(hits) {
+            report.lost_dense += 1;
+        }
+    }
+    report
 }
 
 /// A branch switch as the file watcher sees it: many files rewritten at
@@ -207,6 +424,35 @@ impl std::fmt::Display for LspReport {
                 "  re-embedded     {computed} vectors computed, {cached} from the vector cache"
             )?;
         }
+        if let Some(cold) = &self.cold {
+            writeln!(
+                f,
+                "cold embedding    save -> searchable p50 {:.1} ms, max {:.1} ms; unsaved edit -> searchable p50 {:.1} ms, max {:.1} ms ({} each, while {} -> {} of {} chunks had vectors)",
+                cold.save_p50_ms,
+                cold.save_max_ms,
+                cold.edit_p50_ms,
+                cold.edit_max_ms,
+                cold.edits,
+                cold.embedded_before,
+                cold.embedded_after,
+                cold.chunks
+            )?;
+        }
+        let c = &self.concurrent;
+        writeln!(
+            f,
+            "concurrency       {} quarry/search at once ({}): {} equal to the answer alone, {} lost the dense branch; {:.0} ms for all",
+            c.requests, c.mode, c.equal, c.lost_dense, c.wall_ms
+        )?;
+        if c.mode == "partial" {
+            writeln!(
+                f,
+                "  (embedding was still running: answers may change between the runs)"
+            )?;
+        }
+        if let Some(difference) = &c.first_difference {
+            writeln!(f, "  first difference {difference}")?;
+        }
         Ok(())
     }
 }
@@ -263,10 +509,34 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         }),
     );
     client.notify("initialized", json!({}));
+    // The walk's progress ends first; embedding runs after it, in its own
+    // lane.
     client.wait_notification(|n| {
         n["method"] == "$/progress" && n["params"]["value"]["kind"] == "end"
     });
     let initial_index_s = start.elapsed().as_secs_f64();
+    let target = save_target(&root);
+    let mut cold = None;
+    if model.is_some() {
+        // The lane starts once the model is loaded.
+        client.poll("quarry/status", json!(null), |s| {
+            s["folders"][0]["embedding"] == true || folder_counts(s).0 >= folder_counts(s).1
+        });
+        if let Some((file, template, _)) = &target {
+            cold = Some(cold_edits(&mut client, file, template)?);
+        }
+        let (_, chunks) = folder_counts(&client.result("quarry/status", json!(null)));
+        if chunks <= WAIT_EMBEDDING_MAX_CHUNKS {
+            client.poll("quarry/status", json!(null), |s| {
+                let (embedded, total) = folder_counts(s);
+                embedded == total && s["folders"][0]["embedding"] == false
+            });
+        } else {
+            eprintln!(
+                "{chunks} chunks: not waiting for the embedding; hybrid-only numbers are taken on a partial index"
+            );
+        }
+    }
     let status = client.result("quarry/status", json!(null));
     let folder = &status["folders"][0];
 
@@ -310,7 +580,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
     let mut save_times = Vec::new();
     let mut embed_times = Vec::new();
     let mut save_file_bytes = 0;
-    if let Some((file, template, size)) = save_target(&root) {
+    if let Some((file, template, size)) = target {
         save_file_bytes = size;
         let file_uri = format!("file://{}", file.display());
         let mut text = std::fs::read_to_string(&file)?;
@@ -333,7 +603,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
                     .is_some_and(|a| a.iter().any(|s| s["name"] == name.as_str()))
             });
             save_times.push(saved.elapsed().as_secs_f64() * 1000.0);
-            if model.is_some() {
+            if model.is_some() && folder_counts(&status).1 <= WAIT_EMBEDDING_MAX_CHUNKS {
                 client.poll("quarry/status", json!(null), |s| {
                     let f = &s["folders"][0];
                     f["embedded"] == f["chunks"]
@@ -342,7 +612,12 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
             }
         }
     }
-    let checkout = checkout(&mut client, &root, model.is_some())?;
+    let concurrent = concurrent(&mut client);
+    let checkout = checkout(
+        &mut client,
+        &root,
+        model.is_some() && folder_counts(&status).1 <= WAIT_EMBEDDING_MAX_CHUNKS,
+    )?;
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
     let _ = client.child.wait();
@@ -370,5 +645,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         save_searchable_max_ms: save_times.last().copied().unwrap_or(0.0),
         save_embedded_p50_ms: (!embed_times.is_empty()).then(|| percentile(&embed_times, 0.5)),
         checkout,
+        cold,
+        concurrent,
     })
 }

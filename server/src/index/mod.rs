@@ -708,24 +708,27 @@ impl Index {
         // (priority, mtime, path, chunk id), best first; the file rows as
         // they were when the work was listed.
         let mut work: Vec<(bool, u64, &str, u32)> = Vec::new();
-        let mut rows: FxHashMap<&str, FileRow> = FxHashMap::default();
+        for (segment, chunk) in snapshot.live_chunks() {
+            if vectors.contains(chunk.chunk_id) {
+                continue;
+            }
+            let path = segment.path_of(chunk);
+            let first = request.priority.iter().any(|p| p == path);
+            if request.only_priority && !first {
+                continue;
+            }
+            work.push((first, 0, path, chunk.chunk_id));
+        }
+        // The writer lock only for the rows of the files with work: an
+        // update waits microseconds, not a walk over every chunk.
+        let mut rows: FxHashMap<&str, Option<FileRow>> = FxHashMap::default();
         {
             let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-            for (segment, chunk) in snapshot.live_chunks() {
-                if vectors.contains(chunk.chunk_id) {
-                    continue;
-                }
-                let path = segment.path_of(chunk);
-                let first = request.priority.iter().any(|p| p == path);
-                if request.only_priority && !first {
-                    continue;
-                }
-                let row = state.files.get(path);
-                let mtime = row.map_or(0, |row| row.mtime_ns);
-                if let Some(row) = row {
-                    rows.entry(path).or_insert_with(|| row.clone());
-                }
-                work.push((first, mtime, path, chunk.chunk_id));
+            for item in &mut work {
+                let row = rows
+                    .entry(item.2)
+                    .or_insert_with(|| state.files.get(item.2).cloned());
+                item.1 = row.as_ref().map_or(0, |row| row.mtime_ns);
             }
             // Forget buffer texts no row needs any more.
             self.buffer_texts
@@ -753,9 +756,9 @@ impl Index {
             let mut ids = Vec::with_capacity(group.len());
             let mut texts = Vec::with_capacity(group.len());
             for (_, _, path, chunk_id) in group {
-                let file = files
-                    .entry(path)
-                    .or_insert_with(|| self.indexed_text(path, rows.get(path)));
+                let file = files.entry(path).or_insert_with(|| {
+                    self.indexed_text(path, rows.get(path).and_then(Option::as_ref))
+                });
                 let found = snapshot
                     .chunk(*chunk_id)
                     .and_then(|(segment, _)| Some((segment, segment.position(*chunk_id)?)));
@@ -793,7 +796,21 @@ impl Index {
                     vectors
                         .add(&entries)
                         .map_err(|e| vector_err(&self.cache_dir, e))?;
-                    stats.embedded += entries.len() as u64;
+                    // An update may have killed some of these chunks while
+                    // they were embedded; updates remove vectors under the
+                    // writer lock, so checking under it leaves no straggler
+                    // to inflate the coverage.
+                    let died: Vec<u32> = {
+                        let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+                        entries
+                            .iter()
+                            .map(|(id, _)| *id)
+                            .filter(|id| bit(&state.dead, *id))
+                            .collect()
+                    };
+                    vectors.remove(&died);
+                    stats.embedded += (entries.len() - died.len()) as u64;
+                    stats.stale += died.len() as u64;
                     stats.from_cache += counts.from_cache as u64;
                     stats.computed += counts.computed as u64;
                 }

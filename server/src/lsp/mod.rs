@@ -512,10 +512,18 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
         let filled =
             tokio::task::spawn_blocking(move || job_index.fill_from_cache(&engine, &job_priority))
                 .await;
-        if let Ok(Err(e)) = filled {
-            state
-                .log(MessageType::ERROR, format!("vectors from the cache: {e}"))
-                .await;
+        match filled {
+            Ok(Ok(stats)) => {
+                folder
+                    .vectors_from_cache
+                    .fetch_add(stats.from_cache, Ordering::Relaxed);
+            }
+            Ok(Err(e)) => {
+                state
+                    .log(MessageType::ERROR, format!("vectors from the cache: {e}"))
+                    .await
+            }
+            Err(_) => {}
         }
     }
     request_embedding(state, folder, priority);
@@ -641,21 +649,8 @@ async fn embed_folder(
         folder.set_error(Some(e.to_string()));
         return;
     }
-    let (embedded, total) = index.snapshot().coverage();
-    if embedded >= total {
-        folder
-            .embed_priority
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        return;
-    }
     folder.embedding_active.store(true, Ordering::SeqCst);
-    let progress = if total - embedded > EMBED_ROUND as u64 {
-        state.progress("Quarry: embedding").await
-    } else {
-        None
-    };
+    let mut progress = None;
     let mut priority: BTreeSet<String> = BTreeSet::new();
     let mut since_save = 0u64;
     loop {
@@ -688,6 +683,10 @@ async fn embed_folder(
                     .vectors_from_cache
                     .fetch_add(stats.from_cache, Ordering::Relaxed);
                 since_save += stats.embedded;
+                // A long job shows progress; a few edited chunks do not.
+                if progress.is_none() && stats.remaining > EMBED_ROUND as u64 {
+                    progress = state.progress("Quarry: embedding").await;
+                }
                 if since_save >= 1024 {
                     save_vectors(state, index).await;
                     since_save = 0;
@@ -713,7 +712,10 @@ async fn embed_folder(
             None => break,
         }
     }
-    if since_save > 0 {
+    // A long session's vectors are saved; a few re-embedded chunks wait
+    // for the next big round or shutdown (the vector cache has them, so a
+    // crash costs no model time).
+    if since_save >= EMBED_ROUND as u64 {
         save_vectors(state, index).await;
     }
     folder.embedding_active.store(false, Ordering::SeqCst);

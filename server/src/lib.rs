@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod chunk;
 pub mod codec;
+pub mod confine;
 pub mod dense;
 pub mod filter;
 pub mod index;

@@ -134,11 +134,10 @@ impl QuarryMcp {
     fn resolve(&self, path: &str) -> Result<(PathBuf, String), String> {
         let root = self.index.root();
         let joined = root.join(path.trim_start_matches("./"));
-        let real =
-            std::fs::canonicalize(&joined).map_err(|e| format!("cannot open {path:?}: {e}"))?;
-        if !real.starts_with(root) {
-            return Err(format!("{path:?} is outside the workspace"));
-        }
+        let real = crate::confine::check(root, &joined).map_err(|refusal| match refusal {
+            crate::confine::Refusal::Outside(_) => format!("{path:?} is outside the workspace"),
+            other => format!("cannot open {path:?}: {other}"),
+        })?;
         let rel = crate::walk::relative_path(root, &real)
             .ok_or_else(|| format!("{path:?} is outside the workspace"))?;
         Ok((real, rel))
@@ -286,7 +285,8 @@ impl QuarryMcp {
             if hit.name == name || hit.symbol == symbol {
                 continue;
             }
-            let Ok(file) = std::fs::read_to_string(self.index.root().join(&hit.path)) else {
+            let Ok(file) = crate::confine::read_text(self.index.root(), Path::new(&hit.path))
+            else {
                 continue;
             };
             let lines: Vec<(usize, &str)> = file
@@ -353,8 +353,8 @@ impl QuarryMcp {
             Ok(found) => found,
             Err(e) => return tool_error(e),
         };
-        let text = match std::fs::read(&abs) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        let text = match crate::confine::read_text(self.index.root(), &abs) {
+            Ok(text) => text,
             Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
         };
         let total = text.lines().count().max(1);

@@ -180,9 +180,11 @@ pub struct DiskText {
 }
 
 impl DiskText {
+    /// Reads under `root` (canonicalised: `confine` checks real paths).
     pub fn new(root: impl Into<PathBuf>) -> DiskText {
+        let root = root.into();
         DiskText {
-            root: root.into(),
+            root: std::fs::canonicalize(&root).unwrap_or(root),
             cache: FxHashMap::default(),
         }
     }
@@ -206,11 +208,7 @@ impl TextSource for DiskText {
         let root = &self.root;
         self.cache
             .entry(path.to_string())
-            .or_insert_with(|| {
-                std::fs::read(root.join(path))
-                    .ok()
-                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            })
+            .or_insert_with(|| crate::confine::read_text(root, std::path::Path::new(path)).ok())
             .as_deref()
     }
 }
@@ -484,7 +482,9 @@ pub fn search_with(
             .branches()
             .map(|b| (b.name(), f.rank(b).unwrap_or(0)))
             .collect();
-        let mut hit = make_hit(segment, chunk, f.score, sources, options, text);
+        let Some(mut hit) = make_hit(segment, chunk, f.score, sources, options, text) else {
+            continue;
+        };
         hit.ranks = ranks;
         results.hits.push(hit);
     }
@@ -943,6 +943,33 @@ fn stem_variants(snapshot: &Snapshot, terms: &[String], bit: usize) -> Vec<Score
         .collect()
 }
 
+/// A chunk's lines in the file as it is now: as indexed when the file's
+/// text still has the indexed hash; otherwise the chunk of the same name
+/// and kind nearest its old line in the re-parsed text; `None` when the
+/// symbol is gone (the hit is dropped, never shown with a range that no
+/// longer exists). A file that cannot be read now (deleted, or refused by
+/// `confine`: replaced by a symlink out of the root or a FIFO) gives no hit.
+pub fn locate_now(
+    segment: &Segment,
+    chunk: &ChunkRecord,
+    text: Option<&str>,
+) -> Option<(u32, u32)> {
+    let text = text?;
+    let path = segment.path_of(chunk);
+    let indexed = segment.rows.iter().find(|row| row.path == path);
+    if indexed.is_some_and(|row| row.hash == *blake3::hash(text.as_bytes()).as_bytes()) {
+        return Some((chunk.start_line, chunk.end_line));
+    }
+    let chunks = crate::chunk::chunk_file(path, text, chunk.language);
+    let found = chunks
+        .iter()
+        .filter(|c| *c.qualified_name == *chunk.qualified_name && c.kind == chunk.kind)
+        .min_by_key(|c| c.start_line.abs_diff(chunk.start_line))?;
+    Some((found.start_line, found.end_line))
+}
+
+/// The hit for a chunk, its range and snippet from the current text
+/// (`locate_now`); `None` when the chunk's symbol is no longer there.
 fn make_hit(
     segment: &Segment,
     chunk: &ChunkRecord,
@@ -950,24 +977,18 @@ fn make_hit(
     sources: Vec<&'static str>,
     options: &SearchOptions,
     text: &mut dyn TextSource,
-) -> Hit {
+) -> Option<Hit> {
     let path = segment.path_of(chunk);
-    let snippet = text
-        .text(path)
-        .map(|file| {
-            snippet(
-                file,
-                chunk.start_line,
-                chunk.end_line,
-                options.snippet_lines,
-            )
-        })
+    let file = text.text(path);
+    let (start_line, end_line) = locate_now(segment, chunk, file)?;
+    let snippet = file
+        .map(|file| snippet(file, start_line, end_line, options.snippet_lines))
         .unwrap_or_default();
-    Hit {
+    Some(Hit {
         chunk_id: chunk.chunk_id,
         path: path.to_string(),
-        start_line: chunk.start_line,
-        end_line: chunk.end_line,
+        start_line,
+        end_line,
         symbol: chunk.qualified_name.to_string(),
         name: chunk.name.to_string(),
         kind: chunk.kind.name(),
@@ -976,7 +997,7 @@ fn make_hit(
         sources,
         ranks: Default::default(),
         snippet,
-    }
+    })
 }
 
 /// The chunk's bytes in `file`, or nothing when the file has changed under it.

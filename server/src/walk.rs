@@ -1,8 +1,10 @@
 //! Workspace walk: which files under a root are candidates for indexing.
 //!
 //! Honours .gitignore, .ignore and .quarryignore (also outside a git
-//! repository), skips hidden files, never follows a symlink out of the root
-//! and never loops. Reports every file it passes over with a reason.
+//! repository), skips hidden files and special files (FIFOs, sockets,
+//! devices), follows a symlink only where `confine::check` allows (a
+//! regular file inside the root) and never loops. Reports every file it
+//! passes over with a reason.
 //! Never: read file contents (the index decides binary/minified after
 //! reading), panic on odd paths.
 
@@ -19,6 +21,8 @@ pub struct WalkEntry {
     pub language: Language,
     pub size: u64,
     pub mtime_ns: u64,
+    /// Change time and inode folded together (`FileStat::stamp`).
+    pub stamp: u64,
 }
 
 #[derive(Debug, Default)]
@@ -35,14 +39,72 @@ pub struct WalkOutcome {
 }
 
 /// File metadata the index compares to decide whether to re-read a file.
-pub fn stat(path: &Path) -> std::io::Result<(u64, u64)> {
-    let meta = std::fs::metadata(path)?;
-    let mtime_ns = meta
-        .modified()
-        .ok()
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: u64,
+    /// The change time and inode folded together, as git compares them:
+    /// content rewritten with its old size and mtime (`touch -r`, some
+    /// build tools) still moves the change time, and a file replaced by
+    /// another has a new inode. 0 when the file is "racily clean": changed
+    /// within a clock tick of now, when a later write in the same clock tick
+    /// could leave every field equal; such a file is hashed again next time.
+    pub stamp: u64,
+}
+
+/// Files changed this recently are hashed again at the next update: a
+/// clock tick (a jiffy on Linux) for nanosecond timestamps, two seconds for
+/// file systems that keep whole seconds.
+const RACY_NS: u64 = 20_000_000;
+const RACY_COARSE_NS: u64 = 2_000_000_000;
+
+fn nanos(t: std::io::Result<std::time::SystemTime>) -> u64 {
+    t.ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
-    Ok((meta.len(), mtime_ns))
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `FileStat` of `path` (following symlinks: callers pass checked paths).
+pub fn stat(path: &Path) -> std::io::Result<FileStat> {
+    let meta = std::fs::metadata(path)?;
+    let mtime_ns = nanos(meta.modified());
+    #[cfg(unix)]
+    let (ctime_ns, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (
+            (meta.ctime() as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(meta.ctime_nsec() as u64),
+            meta.ino(),
+        )
+    };
+    #[cfg(not(unix))]
+    let (ctime_ns, inode) = (mtime_ns, 0u64);
+    let now = nanos(Ok(std::time::SystemTime::now()));
+    let window = if mtime_ns.is_multiple_of(1_000_000_000) {
+        RACY_COARSE_NS
+    } else {
+        RACY_NS
+    };
+    let racy = now.saturating_sub(mtime_ns.max(ctime_ns)) < window;
+    let stamp = if racy {
+        0
+    } else {
+        (ctime_ns ^ inode.rotate_left(32)).max(1)
+    };
+    Ok(FileStat {
+        size: meta.len(),
+        mtime_ns,
+        stamp,
+    })
+}
+
+impl FileStat {
+    /// Whether a file with this stat is the one a row recorded (a racy
+    /// row, stamp 0, never is).
+    pub fn same_as(&self, size: u64, mtime_ns: u64, stamp: u64) -> bool {
+        stamp != 0 && self.size == size && self.mtime_ns == mtime_ns && self.stamp == stamp
+    }
 }
 
 /// Root-relative `/`-separated path of `path`, if it is under `root` and UTF-8.
@@ -90,9 +152,9 @@ pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
         let path = entry.path();
         let abs_path = if file_type.is_symlink() {
             // Follow a symlink only to a regular file inside the root.
-            match std::fs::canonicalize(path) {
-                Ok(target) if target.starts_with(root) && target.is_file() => path.to_path_buf(),
-                _ => {
+            match crate::confine::check(root, path) {
+                Ok(_) => path.to_path_buf(),
+                Err(_) => {
                     outcome.n_symlinks_skipped += 1;
                     continue;
                 }
@@ -111,12 +173,13 @@ pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
             continue;
         };
         match stat(&abs_path) {
-            Ok((size, mtime_ns)) => outcome.files.push(WalkEntry {
+            Ok(st) => outcome.files.push(WalkEntry {
                 rel_path,
                 abs_path,
                 language,
-                size,
-                mtime_ns,
+                size: st.size,
+                mtime_ns: st.mtime_ns,
+                stamp: st.stamp,
             }),
             Err(err) => outcome.errors.push(format!("{rel_path}: {err}")),
         }

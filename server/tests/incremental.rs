@@ -54,9 +54,13 @@ fn cold_then_noop_then_one_edit() {
     );
     let edit = index.refresh(&|_| {}).expect("edit");
     assert_eq!(
-        (edit.files_hashed, edit.files_reparsed, edit.files_unchanged),
-        (1, 1, 2)
+        (edit.files_reparsed, edit.files_unchanged),
+        (1, 2),
+        "{edit:?}"
     );
+    // The files written just before the cold index are racily clean and
+    // hashed again until they age; the edited one is always hashed.
+    assert!((1..=3).contains(&edit.files_hashed), "{edit:?}");
     assert_eq!(edit.chunks_removed, 1);
     assert_eq!(edit.chunks_added, 2);
     assert_eq!(
@@ -115,7 +119,10 @@ fn add_delete_rename_and_touch() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     ws.write("src/delta.ts", &text);
     let touch = index.refresh(&|_| {}).expect("touch");
-    assert_eq!((touch.files_hashed, touch.files_reparsed), (1, 0));
+    // Racily clean files (written within the timestamp granularity) are
+    // hashed again too; none is re-parsed.
+    assert!(touch.files_hashed >= 1, "{touch:?}");
+    assert_eq!(touch.files_reparsed, 0, "{touch:?}");
     assert_eq!(
         top_symbol(&index, "deltaFour").as_deref(),
         Some("deltaFour")
@@ -195,11 +202,20 @@ fn snapshot_is_unchanged_by_later_updates() {
     let before = index.snapshot();
     ws.write("src/alpha.rs", "pub fn alpha_after() {}\n");
     index.refresh(&|_| {}).expect("edit");
+    // The old snapshot still holds the old chunks...
+    assert!(before.live_chunks().any(|(_, c)| &*c.name == "alpha_one"));
+    assert!(!index
+        .snapshot()
+        .live_chunks()
+        .any(|(_, c)| &*c.name == "alpha_one"));
+    // ...but a hit is always resolved against the file as it is now: a
+    // symbol gone from it is never shown with its old range.
     let mut text = DiskText::new(index.root());
     let old = search(&before, "alpha_one", &SearchOptions::default(), &mut text);
-    assert_eq!(
-        old.hits.first().map(|h| h.symbol.as_str()),
-        Some("alpha_one")
+    assert!(
+        old.hits.iter().all(|h| h.symbol != "alpha_one"),
+        "{:?}",
+        old.hits
     );
     assert_ne!(
         top_symbol(&index, "alpha_one").as_deref(),
@@ -316,7 +332,11 @@ fn second_process_reads_last_committed_state() {
     ws.write("src/alpha.rs", "pub fn alpha_new() {}\n");
     let stats = reader.refresh(&|_| {}).expect("read-only refresh");
     assert!(!stats.wrote);
-    assert_eq!(
+    // The reader answers from the committed state, resolved against the
+    // files as they are now: other files' symbols as committed, a symbol
+    // gone from its file not at all.
+    assert_eq!(top_symbol(&reader, "beta_two").as_deref(), Some("beta_two"));
+    assert_ne!(
         top_symbol(&reader, "alpha_one").as_deref(),
         Some("alpha_one")
     );
@@ -355,4 +375,53 @@ fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
         top_symbol(&index, "alpha_one").as_deref(),
         Some("alpha_one")
     );
+}
+
+#[test]
+fn content_rewritten_with_its_old_size_and_mtime_is_read_again() {
+    let ws = small_workspace();
+    // Let the files age past the racy window, so their rows carry a stamp.
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let noop = index.refresh(&|_| {}).expect("aged");
+    assert_eq!(noop.files_reparsed, 0);
+
+    // `touch -r`: same size, mtime put back, different content.
+    let path = ws.root().join("src/alpha.rs");
+    let mtime = std::fs::metadata(&path)
+        .expect("meta")
+        .modified()
+        .expect("mtime");
+    let before = std::fs::read_to_string(&path).expect("read");
+    let after = before.replace("alpha_one", "alpha_uno");
+    assert_eq!(before.len(), after.len());
+    std::fs::write(&path, &after).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("set mtime");
+    let stats = index.refresh(&|_| {}).expect("refresh");
+    assert_eq!(stats.files_reparsed, 1, "{stats:?}");
+    assert_eq!(
+        top_symbol(&index, "alpha_uno").as_deref(),
+        Some("alpha_uno")
+    );
+    // A targeted update (the editor's save) sees it too.
+    let again = before.replace("alpha_one", "alpha_two");
+    assert_eq!(before.len(), again.len());
+    std::fs::write(&path, again).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("set mtime");
+    let stats = index
+        .update_paths(std::slice::from_ref(&path))
+        .expect("update");
+    assert_eq!(stats.files_reparsed, 1, "{stats:?}");
 }

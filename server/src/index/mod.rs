@@ -15,6 +15,7 @@ pub mod segment;
 pub mod store;
 
 use crate::chunk::{chunk_file, Chunk, Language};
+use crate::confine::{self, Refusal};
 use crate::dense::vectors::VectorIndex;
 use crate::dense::{chunk_text, DenseEngine};
 use crate::lexical::{Bm25Config, CorpusStats};
@@ -340,6 +341,13 @@ impl Index {
     }
 
     /// Messages worth showing a user once (a rebuilt cache, a read-only open).
+    fn note(&self, note: String) {
+        self.notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(note);
+    }
+
     pub fn take_notes(&self) -> Vec<String> {
         std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -364,8 +372,13 @@ impl Index {
         let mut changed = Vec::new();
         for entry in &outcome.files {
             present.insert(&entry.rel_path);
+            let now = walk::FileStat {
+                size: entry.size,
+                mtime_ns: entry.mtime_ns,
+                stamp: entry.stamp,
+            };
             match state.files.get(&entry.rel_path) {
-                Some(row) if row.size == entry.size && row.mtime_ns == entry.mtime_ns => {
+                Some(row) if now.same_as(row.size, row.mtime_ns, row.stamp) => {
                     stats.files_unchanged += 1;
                 }
                 _ => changed.push(entry.clone()),
@@ -420,23 +433,31 @@ impl Index {
             };
             stats.files_scanned += 1;
             let language = crate::chunk::detect_language(Path::new(&rel_path));
-            match (walk::stat(&abs_path), language) {
-                (Ok((size, mtime_ns)), Some(language)) if abs_path.is_file() => {
-                    match state.files.get(&rel_path) {
-                        Some(row) if row.size == size && row.mtime_ns == mtime_ns => {
-                            stats.files_unchanged += 1;
-                        }
-                        _ => changed.push(WalkEntry {
-                            rel_path,
-                            abs_path,
-                            language,
-                            size,
-                            mtime_ns,
-                        }),
+            // The one confinement check: a symlink (or a symlinked folder)
+            // leading out of the root, a FIFO or a device is never read.
+            let checked = confine::check(&self.root, &abs_path)
+                .and_then(|real| walk::stat(&real).map_err(|e| Refusal::Unreadable(e.to_string())));
+            match (checked, language) {
+                (Ok(now), Some(language)) => match state.files.get(&rel_path) {
+                    Some(row) if now.same_as(row.size, row.mtime_ns, row.stamp) => {
+                        stats.files_unchanged += 1;
                     }
-                }
-                _ => {
+                    _ => changed.push(WalkEntry {
+                        rel_path,
+                        abs_path,
+                        language,
+                        size: now.size,
+                        mtime_ns: now.mtime_ns,
+                        stamp: now.stamp,
+                    }),
+                },
+                (checked, _) => {
                     if state.files.contains_key(&rel_path) {
+                        if let Err(refusal @ (Refusal::Outside(_) | Refusal::NotRegular(_))) =
+                            &checked
+                        {
+                            self.note(format!("removed {rel_path} from the index: {refusal}"));
+                        }
                         removed.push(rel_path);
                     }
                 }
@@ -473,6 +494,12 @@ impl Index {
             let Some((abs_path, rel_path)) = self.locate(path) else {
                 continue;
             };
+            // A buffer may be a new file, but never one that resolves
+            // outside the root or to a special file.
+            if let Err(refusal) = confine::check_new(&self.root, &abs_path) {
+                self.note(format!("not indexing the buffer of {rel_path}: {refusal}"));
+                continue;
+            }
             let Some(language) = crate::chunk::detect_language(Path::new(&rel_path)) else {
                 continue;
             };
@@ -483,6 +510,7 @@ impl Index {
                 language,
                 size: text.len() as u64,
                 mtime_ns: BUFFER_MTIME,
+                stamp: 0,
             });
             texts.insert(rel_path, text.clone());
         }
@@ -523,6 +551,7 @@ impl Index {
                         path: path.clone(),
                         size: 0,
                         mtime_ns: 0,
+                        stamp: 0,
                         hash: [0; 32],
                         state: FileState::Deleted,
                     });
@@ -546,6 +575,10 @@ impl Index {
             use rayon::prelude::*;
             plan.into_par_iter().map(freeze).collect::<Result<_, _>>()?
         };
+        if new_segments.is_empty() && removed.is_empty() {
+            // Every file was hashed again and found unchanged.
+            return Ok(());
+        }
         stats.files_removed = removed.len() as u64;
         stats.segments_written += new_segments.len() as u64;
         // Apply rows in order: the newest row of a path wins.
@@ -679,11 +712,11 @@ impl Index {
             return (*blake3::hash(text.as_bytes()).as_bytes() == row.hash)
                 .then(|| text.to_string());
         }
-        let abs = self.root.join(path);
-        match walk::stat(&abs) {
-            Ok((_, now)) if now == row.mtime_ns => std::fs::read(&abs)
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+        let real = confine::check(&self.root, Path::new(path)).ok()?;
+        match walk::stat(&real) {
+            Ok(now) if now.mtime_ns == row.mtime_ns && now.size == row.size => {
+                confine::read_text(&self.root, &real).ok()
+            }
             _ => None,
         }
     }
@@ -955,6 +988,7 @@ impl Index {
                 path: entry.rel_path.clone(),
                 size: entry.size,
                 mtime_ns: entry.mtime_ns,
+                stamp: entry.stamp,
                 hash,
                 state: FileState::Skipped(reason),
             });
@@ -965,11 +999,14 @@ impl Index {
         }
         let read = match buffer {
             Some(text) => Ok(text.clone().into_bytes()),
-            None => std::fs::read(&entry.abs_path),
+            None => confine::read(&self.root, &entry.abs_path),
         };
         let bytes = match read {
             Ok(bytes) => bytes,
-            Err(_) => {
+            Err(refusal) => {
+                if let Refusal::Outside(_) | Refusal::NotRegular(_) = refusal {
+                    self.note(format!("not indexing {}: {refusal}", entry.rel_path));
+                }
                 stats.files_skipped += 1;
                 return skip(builder, [0; 32], SkipReason::Unreadable);
             }
@@ -977,11 +1014,18 @@ impl Index {
         stats.files_hashed += 1;
         let hash = *blake3::hash(&bytes).as_bytes();
         if let Some(previous) = previous.filter(|p| p.hash == hash) {
-            // Same content, new mtime: keep the chunks, refresh the row.
             stats.files_unchanged += 1;
+            if (previous.size, previous.mtime_ns, previous.stamp)
+                == (entry.size, entry.mtime_ns, entry.stamp)
+            {
+                // A racily clean file, hashed again: nothing to write.
+                return;
+            }
+            // Same content, new mtime: keep the chunks, refresh the row.
             return builder.add_row(FileRow {
                 size: entry.size,
                 mtime_ns: entry.mtime_ns,
+                stamp: entry.stamp,
                 ..previous.clone()
             });
         }
@@ -998,6 +1042,7 @@ impl Index {
             path: &entry.rel_path,
             size: entry.size,
             mtime_ns: entry.mtime_ns,
+            stamp: entry.stamp,
             hash,
             language: entry.language,
             text: &text,

@@ -15,7 +15,7 @@ use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
-pub const SEGMENT_VERSION: u32 = 1;
+pub const SEGMENT_VERSION: u32 = 2;
 
 /// Why a file is in the walk but not in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,6 +60,8 @@ pub struct FileRow {
     pub path: String,
     pub size: u64,
     pub mtime_ns: u64,
+    /// `walk::FileStat::stamp` when the file was read (0: compare by hash).
+    pub stamp: u64,
     pub hash: [u8; 32],
     pub state: FileState,
 }
@@ -144,6 +146,7 @@ impl Segment {
             w.str(&row.path);
             w.varint(row.size);
             w.u64(row.mtime_ns);
+            w.u64(row.stamp);
             w.buf.extend_from_slice(&row.hash);
             match &row.state {
                 FileState::Indexed {
@@ -233,6 +236,7 @@ impl Segment {
             let path = r.str()?.to_string();
             let size = r.varint()?;
             let mtime_ns = r.u64()?;
+            let stamp = r.u64()?;
             let mut hash = [0u8; 32];
             for byte in &mut hash {
                 *byte = r.u8()?;
@@ -265,6 +269,7 @@ impl Segment {
                 path,
                 size,
                 mtime_ns,
+                stamp,
                 hash,
                 state,
             });
@@ -298,6 +303,7 @@ pub struct ParsedFile<'a> {
     pub path: &'a str,
     pub size: u64,
     pub mtime_ns: u64,
+    pub stamp: u64,
     pub hash: [u8; 32],
     pub language: Language,
     pub text: &'a str,
@@ -381,6 +387,7 @@ impl SegmentBuilder {
             path: file.path.to_string(),
             size: file.size,
             mtime_ns: file.mtime_ns,
+            stamp: file.stamp,
             hash: file.hash,
             state: FileState::Indexed {
                 language: file.language,

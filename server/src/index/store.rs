@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub const MANIFEST_MAGIC: &[u8; 4] = b"QMAN";
 /// Bump when anything in the on-disk format changes; an older cache is
 /// then rebuilt from scratch.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 pub const MANIFEST_FILE: &str = "manifest.qman";
 pub const LOCK_FILE: &str = "lock";
 

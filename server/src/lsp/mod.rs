@@ -447,6 +447,9 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
             folder.set_error(None);
             *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
             reapply_buffers(state, folder, &index).await;
+            for note in index.take_notes() {
+                state.log(MessageType::WARNING, note).await;
+            }
             let (_, total) = index.snapshot().coverage();
             state
                 .log(
@@ -496,6 +499,10 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     // Disk updates replace buffer rows, and edited buffers are why we may
     // be here at all: index every dirty buffer's text again.
     let buffers = reapply_buffers(state, folder, &index).await;
+    // Files refused by the confinement check, and why.
+    for note in index.take_notes() {
+        state.log(MessageType::WARNING, note).await;
+    }
     let mut priority: Vec<String> = paths
         .iter()
         .filter_map(|p| crate::walk::relative_path(&folder.root, p))
@@ -934,12 +941,22 @@ struct LiveText<'a> {
 impl crate::search::TextSource for LiveText<'_> {
     fn text(&mut self, path: &str) -> Option<&str> {
         if !self.disk.has_text(path) {
-            if let Some(buffer) = self.overlay.get(&self.root.join(path)) {
+            if let Some(buffer) = open_buffer(self.overlay, self.root, path) {
                 self.disk.set_text(path, buffer.text);
             }
         }
         self.disk.text(path)
     }
+}
+
+/// The open buffer of `path` (relative to `root`), if there is one and its
+/// path passes `confine::check_new`: a buffer opened through a symlink
+/// that leads out of the root is never served.
+fn open_buffer(overlay: &Overlay, root: &Path, path: &str) -> Option<overlay::Buffer> {
+    let abs = root.join(path);
+    let buffer = overlay.get(&abs)?;
+    crate::confine::check_new(root, &abs).ok()?;
+    Some(buffer)
 }
 
 /// How much a mode promises, least first: the merged response claims no
@@ -1048,7 +1065,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             let Some(uri) = Uri::from_file_path(&abs) else {
                 continue;
             };
-            let (range, snippet) = match state.overlay.get(&abs) {
+            let (range, snippet) = match open_buffer(&state.overlay, &folder.root, &hit.path) {
                 Some(buffer) => match relocate(&hit, &buffer.text, options.snippet_lines) {
                     Some(found) => found,
                     None => continue,

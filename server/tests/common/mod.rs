@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod lsp;
+pub mod mcp;
 
 use quarry::index::{Index, IndexConfig};
 use std::path::{Path, PathBuf};

@@ -350,6 +350,18 @@ fn search_keeps_the_engines_order_with_phrases_first() {
         .as_array()
         .unwrap()
         .contains(&json!("phrase")));
+    // It opens at the phrase, not at the top of the definition.
+    let path = hits[0]["uri"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("file://");
+    let text = std::fs::read_to_string(path).expect("read");
+    let line = hits[0]["selectionRange"]["start"]["line"].as_u64().unwrap() as usize;
+    assert!(
+        text.lines().nth(line).unwrap().contains("event bus full"),
+        "{}",
+        hits[0]
+    );
     let score = |i: usize| hits[i]["score"].as_f64().unwrap();
     assert!(
         (1..hits.len()).any(|i| score(i) > score(0)),

@@ -63,10 +63,13 @@ check(":Quarry search through vim.ui.select jumps to the hit", function()
     error("GraphStore::insert not offered: " .. vim.inspect(shown))
   end
   vim.cmd("Quarry search GraphStore::insert")
-  assert(shown[1]:find("GraphStore::insert [method] src/graph_store.rs:54", 1, true), shown[1])
+  -- The row and the jump land on the name (line 55), not the doc comment.
+  assert(shown[1]:find("GraphStore::insert [method] src/graph_store.rs:55", 1, true), shown[1])
   wait("the jump", function()
+    local cursor = vim.api.nvim_win_get_cursor(0)
     return vim.api.nvim_buf_get_name(0):match("src/graph_store%.rs$") ~= nil
-      and vim.api.nvim_win_get_cursor(0)[1] == 54
+      and cursor[1] == 55
+      and vim.api.nvim_get_current_line():sub(cursor[2] + 1, cursor[2] + 6) == "insert"
   end, 5000)
 end)
 
@@ -121,9 +124,51 @@ check(":checkhealth quarry", function()
   assert(text:find("binary ", 1, true) and text:find("lexical", 1, true), text)
 end)
 
-for _, client in ipairs(vim.lsp.get_clients({ name = "quarry" })) do
-  client:stop(true)
+local function stop_all()
+  for _, client in ipairs(vim.lsp.get_clients({ name = "quarry" })) do
+    client:stop(true)
+  end
+  wait("the clients to stop", function()
+    return #vim.lsp.get_clients({ name = "quarry" }) == 0
+  end, 10000)
 end
+
+check("the README's setup call, without settings, starts one server per repository", function()
+  local bin = quarry.config.cmd[1]
+  stop_all()
+  vim.cmd("%bwipeout!")
+  -- A Cargo workspace without .git: two member crates, one server at the
+  -- outermost Cargo.toml.
+  local mono = work .. "/mono"
+  for _, dir in ipairs({ mono .. "/crates/a/src", mono .. "/crates/b/src" }) do
+    vim.fn.mkdir(dir, "p")
+  end
+  vim.fn.writefile({ "[workspace]", 'members = ["crates/*"]' }, mono .. "/Cargo.toml")
+  for _, name in ipairs({ "a", "b" }) do
+    vim.fn.writefile({ "[package]", 'name = "' .. name .. '"' }, mono .. "/crates/" .. name .. "/Cargo.toml")
+    vim.fn.writefile({ "pub fn from_crate_" .. name .. "() {}" }, mono .. "/crates/" .. name .. "/src/lib.rs")
+  end
+  require("quarry").setup({ cmd = { bin, "lsp" } })
+  vim.cmd.edit(mono .. "/crates/a/src/lib.rs")
+  vim.cmd.edit(mono .. "/crates/b/src/lib.rs")
+  wait("one initialized client", function()
+    local clients = vim.lsp.get_clients({ name = "quarry" })
+    return #clients == 1 and clients[1].initialized
+  end, 20000)
+  local clients = vim.lsp.get_clients({ name = "quarry" })
+  assert(#clients == 1, #clients .. " clients")
+  assert(clients[1].root_dir == mono, "root " .. tostring(clients[1].root_dir))
+  wait("both crates indexed", function()
+    local result = quarry.search_sync("from_crate_a from_crate_b")
+    local names = {}
+    for _, hit in ipairs(result and result.hits or {}) do
+      names[hit.symbol] = true
+    end
+    return names.from_crate_a and names.from_crate_b
+  end, 20000)
+end)
+
+stop_all()
 vim.fn.delete(work, "rf")
 if failures > 0 then
   print(failures .. " failed")

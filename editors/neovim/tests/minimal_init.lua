@@ -1,12 +1,31 @@
 -- Loads the plugin from this checkout and starts it on the real server:
--- QUARRY_BIN (default target/debug/quarry), lexical-only, no telescope.
+-- the binary found as a user would (see quarry_bin), lexical-only, no telescope.
 local plugin = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
 local repo = vim.fn.fnamemodify(plugin, ":h:h")
 vim.opt.rtp:prepend(plugin)
 vim.cmd.runtime("plugin/quarry.lua")
 vim.o.swapfile = false
+-- The binary a user would run: QUARRY_BIN, else `quarry` on PATH, else
+-- this checkout's release build, else its debug build.
+local function quarry_bin()
+  local env = os.getenv("QUARRY_BIN")
+  if env and env ~= "" then
+    return env
+  end
+  if vim.fn.executable("quarry") == 1 then
+    return vim.fn.exepath("quarry")
+  end
+  for _, profile in ipairs({ "release", "debug" }) do
+    local path = repo .. "/target/" .. profile .. "/quarry"
+    if vim.fn.executable(path) == 1 then
+      return path
+    end
+  end
+  error("no quarry binary: build it (cargo build) or set QUARRY_BIN")
+end
+
 require("quarry").setup({
-  cmd = { os.getenv("QUARRY_BIN") or (repo .. "/target/debug/quarry"), "lsp" },
+  cmd = { quarry_bin(), "lsp" },
   settings = { lexicalOnly = true, debounceMs = 30 },
   telescope = false,
 })

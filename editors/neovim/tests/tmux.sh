@@ -35,7 +35,7 @@ for _ in $(seq 1 100); do
 done
 tmux send-keys -t "$session" ":Quarry search GraphStore::insert" Enter
 wait_for "Type number and <Enter>" 20
-pane | grep -F "GraphStore::insert [method] src/graph_store.rs:54" >/dev/null || {
+pane | grep -F "GraphStore::insert [method] src/graph_store.rs:55" >/dev/null || {
     echo "tmux test: the hit is not in the list" >&2
     pane >&2
     exit 1
@@ -43,6 +43,6 @@ pane | grep -F "GraphStore::insert [method] src/graph_store.rs:54" >/dev/null ||
 number="$(pane | grep -F "GraphStore::insert [method]" | head -1 | sed -E 's/^ *([0-9]+):.*/\1/')"
 tmux send-keys -t "$session" "$number" Enter
 tmux send-keys -t "$session" ":echo 'AT ' .. expand('%:t') .. ':' .. line('.')" Enter
-wait_for "AT graph_store.rs:54" 10
+wait_for "AT graph_store.rs:55" 10
 tmux send-keys -t "$session" ":qa!" Enter
-echo "tmux test: picked GraphStore::insert from the list, cursor at graph_store.rs:54"
+echo "tmux test: picked GraphStore::insert from the list, cursor at graph_store.rs:55"

@@ -107,7 +107,7 @@ async function main() {
     const status = page.locator(".statusbar-item", { hasText: "Quarry" });
     await status.first().waitFor({ timeout: 30_000 });
     await page.waitForFunction(
-      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Quarry \w+ · [1-9]\d* files/.test(e.textContent || "")),
+      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Quarry [\w%\- ]+ · [1-9]\d* files/.test(e.textContent || "")),
       null,
       { timeout: 30_000 },
     );
@@ -132,11 +132,11 @@ async function main() {
     const tab = page.locator(".tabs-container .tab", { hasText: "graph_store.rs" });
     await tab.first().waitFor({ timeout: 15_000 });
     await page.waitForFunction(
-      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ln 54,/.test(e.textContent || "")),
+      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ln 55,/.test(e.textContent || "")),
       null,
       { timeout: 15_000 },
     );
-    await shot("3-opened-at-line-54");
+    await shot("3-opened-at-line-55");
 
     // Go to Symbol in Workspace (Ctrl+T), served by workspace/symbol.
     await page.keyboard.press("Control+T");
@@ -153,7 +153,7 @@ async function main() {
       { timeout: 15_000 },
     );
     await shot("5-symbol-opened");
-    console.log("e2e: search opened graph_store.rs at line 54; Ctrl+T found RetryPolicy");
+    console.log("e2e: search opened graph_store.rs at line 55 (the name); Ctrl+T found RetryPolicy");
   } catch (error) {
     if (browser) {
       const page = browser.contexts()[0]?.pages()[0];

@@ -14,6 +14,7 @@ import {
   Settings,
   initializationOptions,
   statusText,
+  CLICK_HINT,
   toPickItem,
 } from "./logic";
 
@@ -110,12 +111,9 @@ interface HitItem extends vscode.QuickPickItem {
 
 async function openHit(hit: SearchHit, beside: boolean): Promise<void> {
   const uri = vscode.Uri.parse(hit.uri);
-  const range = new vscode.Range(
-    hit.range.start.line,
-    hit.range.start.character,
-    hit.range.start.line,
-    hit.range.start.character,
-  );
+  // At the name (or the phrase), not the doc comment or decorator above it.
+  const at = (hit.selectionRange ?? hit.range).start;
+  const range = new vscode.Range(at.line, at.character, at.line, at.character);
   await vscode.window.showTextDocument(uri, {
     selection: range,
     viewColumn: beside ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active,
@@ -228,10 +226,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("quarry.search", searchCommand),
     vscode.commands.registerCommand("quarry.status", async () => {
       await refreshStatus();
-      const choice = await vscode.window.showInformationMessage(
-        String(statusItem?.tooltip ?? "Quarry"),
-        "Reindex",
-      );
+      // The tooltip without its "click" hint: the button is the action.
+      const message = String(statusItem?.tooltip ?? "Quarry")
+        .split("\n")
+        .filter((line) => line !== CLICK_HINT)
+        .join("\n");
+      const choice = await vscode.window.showInformationMessage(message, "Reindex");
       if (choice === "Reindex") {
         await reindexCommand();
       }

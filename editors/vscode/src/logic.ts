@@ -5,6 +5,8 @@
 export interface SearchHit {
   uri: string;
   range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  /** Where to open: the symbol's name, or the phrase (older servers omit it). */
+  selectionRange?: { start: { line: number; character: number }; end: { line: number; character: number } };
   symbol: string;
   kind: string;
   language: string;
@@ -14,7 +16,7 @@ export interface SearchHit {
 }
 
 export interface SearchResult {
-  mode: "hybrid" | "lexical";
+  mode: "hybrid" | "partial" | "lexical";
   reason?: string;
   coverage: { embedded: number; total: number };
   hits: SearchHit[];
@@ -81,11 +83,14 @@ export function toPickItem(hit: SearchHit, folders: string[]): PickItem {
   const path = relativePath(hit.uri, folders);
   return {
     label: hit.symbol,
-    description: `${path}:${hit.range.start.line + 1} · ${hit.sources.join("+")}`,
+    description: `${path}:${(hit.selectionRange ?? hit.range).start.line + 1} · ${hit.sources.join("+")}`,
     detail: oneLine(hit.snippet),
     icon: kindIcon(hit.kind),
   };
 }
+
+/** The tooltip's last line; the status notification leaves it out. */
+export const CLICK_HINT = "Click for the status and a Reindex button";
 
 /** The status bar text and tooltip for a `quarry/status` answer. */
 export function statusText(status: any): { text: string; tooltip: string } {
@@ -94,10 +99,17 @@ export function statusText(status: any): { text: string; tooltip: string } {
   const chunks = folders.reduce((n, f) => n + (f.chunks ?? 0), 0);
   const embedded = folders.reduce((n, f) => n + (f.embedded ?? 0), 0);
   const ready = folders.length > 0 && folders.every((f) => f.ready);
-  const mode = status?.mode === "hybrid" ? "hybrid" : "lexical";
-  const icon = ready ? (mode === "hybrid" ? "$(search)" : "$(warning)") : "$(sync~spin)";
-  const text = `${icon} Quarry ${mode} · ${files} files`;
-  const lines = [`Quarry: ${mode} search, ${files} files, ${chunks} chunks, ${embedded} embedded`];
+  const mode = status?.mode === "hybrid" || status?.mode === "partial" ? status.mode : "lexical";
+  // While embedding runs, say how far it is: never "hybrid" with the ready
+  // icon before every chunk has a vector.
+  const percent = chunks > 0 ? Math.floor((embedded * 100) / chunks) : 0;
+  const label = mode === "partial" ? `hybrid ${percent}%` : mode === "lexical" ? "lexical-only" : "hybrid";
+  const icon = !ready || mode === "partial" ? "$(sync~spin)" : mode === "hybrid" ? "$(search)" : "$(warning)";
+  const text = `${icon} Quarry ${label} · ${files} files`;
+  const lines = [`Quarry: ${label} search, ${files} files, ${chunks} chunks, ${embedded} embedded`];
+  if (mode === "partial") {
+    lines.push(status?.reason ?? "embedding in progress");
+  }
   if (mode === "lexical") {
     const reason = status?.model?.error ?? "no embedding model";
     lines.push(`Lexical-only: ${reason}`);
@@ -107,7 +119,7 @@ export function statusText(status: any): { text: string; tooltip: string } {
       lines.push(`${f.root}: ${f.lastError}`);
     }
   }
-  lines.push("Click to reindex");
+  lines.push(CLICK_HINT);
   return { text, tooltip: lines.join("\n") };
 }
 

@@ -42,7 +42,7 @@ test("status text says hybrid or lexical, with the reason", () => {
     model: { id: null, error: "no embedding model found" },
     folders: [{ root: "/w", ready: true, files: 12, chunks: 130, embedded: 0, lastError: null }],
   });
-  assert.match(lexical.text, /Quarry lexical · 12 files/);
+  assert.match(lexical.text, /Quarry lexical-only · 12 files/);
   assert.match(lexical.tooltip, /Lexical-only: no embedding model found/);
   const hybrid = statusText({
     mode: "hybrid",
@@ -56,6 +56,14 @@ test("status text says hybrid or lexical, with the reason", () => {
   assert.match(hybrid.tooltip, /12 chunks, 12 embedded/);
   assert.match(hybrid.tooltip, /\/b: disk full/);
   assert.match(statusText({ folders: [{ ready: false }] }).text, /sync~spin/);
+  const partial = statusText({
+    mode: "partial",
+    reason: "embedding in progress: 37 of 100 chunks have vectors",
+    model: { id: "m" },
+    folders: [{ root: "/a", ready: true, files: 2, chunks: 100, embedded: 37 }],
+  });
+  assert.match(partial.text, /sync~spin\) Quarry hybrid 37% · 2 files/);
+  assert.match(partial.tooltip, /37 of 100 chunks/);
 });
 
 test("settings map to initializationOptions", () => {

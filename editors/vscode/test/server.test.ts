@@ -72,7 +72,9 @@ test("quarry lsp answers quarry/search and workspace/symbol", { timeout: 120_000
     assert.equal(result.mode, "lexical");
     const item = toPickItem(result.hits[0], [rootUri]);
     assert.equal(item.label, "GraphStore::insert");
-    assert.match(item.description, /^src\/graph_store\.rs:54 · .*exact/);
+    // The row names the line of the name, not of the doc comment above it.
+    assert.match(item.description, /^src\/graph_store\.rs:55 · .*exact/);
+    assert.deepEqual(result.hits[0].selectionRange?.start, { line: 54, character: 11 });
 
     const symbols: any[] = await connection.sendRequest("workspace/symbol", { query: "GraphStore" });
     assert.ok(symbols.some((s) => s.name === "GraphStore"), JSON.stringify(symbols.slice(0, 3)));

@@ -23,7 +23,7 @@ use crate::dense::{DenseConfig, DenseEngine};
 use crate::filter::Filter;
 use crate::index::{Index, IndexConfig};
 use crate::rank::FuseConfig;
-use crate::search::{find_symbols, search_with, snippet, DiskText, Hit, SearchOptions};
+use crate::search::{find_symbols, search_with, snippet, DiskText, Hit, SearchOptions, TextSource};
 use overlay::Overlay;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -792,7 +792,11 @@ pub struct SearchParams {
 #[serde(rename_all = "camelCase")]
 pub struct SearchHit {
     pub uri: Uri,
+    /// The whole definition, doc comment and attributes included.
     pub range: Range,
+    /// Where to open it: the symbol's name (past its doc comment and
+    /// decorators), or for a phrase hit the first place the phrase is.
+    pub selection_range: Range,
     pub symbol: String,
     pub kind: &'static str,
     pub language: &'static str,
@@ -959,6 +963,78 @@ fn open_buffer(overlay: &Overlay, root: &Path, path: &str) -> Option<overlay::Bu
     Some(buffer)
 }
 
+/// The quoted phrases of a query (`"retry budget" exhausted`).
+fn quoted_phrases(query: &str) -> Vec<String> {
+    query
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A line that only documents or decorates what follows.
+fn is_preamble(line: &str) -> bool {
+    let line = line.trim_start();
+    ["//", "/*", "*", "#", "@", "--", "\"\"\"", "'''"]
+        .iter()
+        .any(|p| line.starts_with(p))
+}
+
+/// Where a hit spanning lines `start..end` (0-based, end exclusive) of
+/// `text` should open: the first of `phrases` found (case-insensitive),
+/// else `name` as a whole word on a line that is not a comment or
+/// decorator, else `name` anywhere. UTF-16 columns.
+fn name_position(
+    text: &str,
+    start: u32,
+    end: u32,
+    name: &str,
+    phrases: &[&str],
+) -> Option<Position> {
+    let lines: Vec<(u32, &str)> = text
+        .lines()
+        .enumerate()
+        .skip(start as usize)
+        .take(end.saturating_sub(start).max(1) as usize)
+        .map(|(i, l)| (i as u32, l))
+        .collect();
+    let column = |line: &str, byte: usize| line[..byte].encode_utf16().count() as u32;
+    for phrase in phrases {
+        let phrase = phrase.to_lowercase();
+        for (n, line) in &lines {
+            if let Some(at) = line.to_lowercase().find(&phrase) {
+                // Lowercasing can move bytes; then the line's start.
+                let at = if line.is_char_boundary(at) { at } else { 0 };
+                return Some(Position::new(*n, column(line, at)));
+            }
+        }
+    }
+    if name.is_empty() {
+        return None;
+    }
+    let word_at = |line: &str| {
+        line.match_indices(name).map(|(i, _)| i).find(|&i| {
+            let before = line[..i].chars().next_back();
+            let after = line[i + name.len()..].chars().next();
+            let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !ident(before) && !ident(after)
+        })
+    };
+    let found = lines
+        .iter()
+        .filter(|(_, line)| !is_preamble(line))
+        .find_map(|(n, line)| word_at(line).map(|i| (*n, *line, i)))
+        .or_else(|| {
+            lines
+                .iter()
+                .find_map(|(n, line)| word_at(line).map(|i| (*n, *line, i)))
+        })?;
+    Some(Position::new(found.0, column(found.1, found.2)))
+}
+
 /// How much a mode promises, least first: the merged response claims no
 /// more than its weakest folder.
 fn mode_strength(mode: &str) -> u8 {
@@ -1044,6 +1120,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             disk: DiskText::new(&folder.root),
         };
         let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
+        let phrases = quoted_phrases(query);
         let usable = engine
             .as_ref()
             .is_some_and(|e| e.unavailable_reason().is_none());
@@ -1075,9 +1152,24 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                     hit.snippet.clone(),
                 ),
             };
+            let pinned_phrase = hit.sources.contains(&"phrase");
+            let selection_range = text
+                .text(&hit.path)
+                .and_then(|file| {
+                    let needles: Vec<&str> = if pinned_phrase {
+                        phrases.iter().map(String::as_str).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    name_position(file, range.start.line, range.end.line, &hit.name, &needles)
+                })
+                .map_or(Range::new(range.start, range.start), |at| {
+                    Range::new(at, at)
+                });
             hits.push(SearchHit {
                 uri,
                 range,
+                selection_range,
                 symbol: hit.symbol,
                 kind: hit.kind,
                 language: hit.language,
@@ -1375,6 +1467,7 @@ mod tests {
         SearchHit {
             uri: Uri::from_file_path("/w/a.rs").unwrap(),
             range: line_range(1, 1),
+            selection_range: line_range(1, 1),
             symbol: name.into(),
             kind: "function",
             language: "rust",
@@ -1390,6 +1483,26 @@ mod tests {
 
     fn names(hits: &[SearchHit]) -> Vec<&str> {
         hits.iter().map(|h| h.symbol.as_str()).collect()
+    }
+
+    #[test]
+    fn hits_open_at_the_name_or_the_phrase() {
+        let text = "/// Inserts a node.\n#[inline]\npub fn insert(&mut self) {\n    // \u{e9}t\u{e9} insert\n    bail!(\"node exists\")\n}\n";
+        assert_eq!(
+            name_position(text, 0, 6, "insert", &[]),
+            Some(Position::new(2, 7))
+        );
+        assert_eq!(
+            name_position(text, 0, 6, "insert", &["Node Exists"]),
+            Some(Position::new(4, 11))
+        );
+        let py = "@dataclass\nclass RetryPolicy:\n    pass\n";
+        assert_eq!(
+            name_position(py, 0, 3, "RetryPolicy", &[]),
+            Some(Position::new(1, 6))
+        );
+        assert_eq!(name_position(py, 0, 3, "src/x.py:1-3", &[]), None);
+        assert_eq!(quoted_phrases(r#""a b" c "d""#), vec!["a b", "d"]);
     }
 
     #[test]

@@ -15,20 +15,60 @@ M.config = {
   telescope = true,
 }
 
+local vcs_markers = { ".git", ".hg", ".jj" }
+
+--- The project root of `buf`: the version-control root if there is one,
+--- else the outermost folder holding one of `root_markers` (so the crates
+--- of a workspace share one server), else the working directory.
 local function root_for(buf)
-  local found = vim.fs.root(buf, M.config.root_markers)
-  return found or vim.fn.getcwd()
+  local vcs = vim.fs.root(buf, vcs_markers)
+  if vcs then
+    return vcs
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  local start = name ~= "" and vim.fs.dirname(name) or vim.fn.getcwd()
+  local outermost
+  for dir in vim.fs.parents(start .. "/x") do
+    for _, marker in ipairs(M.config.root_markers) do
+      if vim.uv.fs_stat(dir .. "/" .. marker) then
+        outermost = dir
+        break
+      end
+    end
+  end
+  return outermost or vim.fn.getcwd()
 end
 
---- Starts (or reuses) the client for `buf`'s project; returns its id.
+--- A running quarry client whose root holds `path`, if any.
+local function client_for_path(path)
+  for _, client in ipairs(vim.lsp.get_clients({ name = "quarry" })) do
+    local root = client.root_dir
+    if root and path ~= "" and (path == root or path:sub(1, #root + 1) == root .. "/") then
+      return client
+    end
+  end
+end
+
+--- Starts (or reuses) the client for `buf`'s project; returns its id. A
+--- file under a root a client already serves joins that client.
 function M.attach(buf)
   buf = buf or vim.api.nvim_get_current_buf()
+  local existing = client_for_path(vim.api.nvim_buf_get_name(buf))
+  if existing then
+    vim.lsp.buf_attach_client(buf, existing.id)
+    return existing.id
+  end
   local root = root_for(buf)
+  -- An empty Lua table would be sent as `[]`: send `{}`.
+  local settings = M.config.settings
+  if settings == nil or next(settings) == nil then
+    settings = vim.empty_dict()
+  end
   return vim.lsp.start({
     name = "quarry",
     cmd = M.config.cmd,
     root_dir = root,
-    init_options = M.config.settings,
+    init_options = settings,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fs.basename(root) } },
   }, { bufnr = buf })
 end
@@ -62,19 +102,21 @@ function M.format_hit(hit, root)
     hit.symbol,
     hit.kind,
     path,
-    hit.range.start.line + 1,
+    (hit.selectionRange or hit.range).start.line + 1,
     table.concat(hit.sources, "+")
   )
 end
 
---- Opens a hit at its range (UTF-16 positions, as LSP sends them).
+--- Opens a hit at its name (or phrase): `selectionRange`, else the start of
+--- its range (UTF-16 positions, as LSP sends them).
 function M.jump(hit, split)
   if split == "vertical" then
     vim.cmd("vsplit")
   elseif split == "horizontal" then
     vim.cmd("split")
   end
-  vim.lsp.util.show_document({ uri = hit.uri, range = hit.range }, "utf-16", { focus = true })
+  local range = hit.selectionRange or hit.range
+  vim.lsp.util.show_document({ uri = hit.uri, range = range }, "utf-16", { focus = true })
 end
 
 --- Runs quarry/search synchronously; returns the result table or nil, err.

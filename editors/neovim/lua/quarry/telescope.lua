@@ -37,8 +37,8 @@ function M.picker(opts)
             -- The server ranks; keep its order whatever is typed.
             ordinal = hit.symbol,
             filename = path,
-            lnum = hit.range.start.line + 1,
-            col = hit.range.start.character + 1,
+            lnum = (hit.selectionRange or hit.range).start.line + 1,
+            col = (hit.selectionRange or hit.range).start.character + 1,
           }
         end,
       }),

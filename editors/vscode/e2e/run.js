@@ -125,7 +125,9 @@ async function main() {
       { timeout: 10_000 },
     );
     await page.keyboard.type("GraphStore::insert");
-    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: "GraphStore::insert" });
+    // Labels carry zero-width spaces (they keep VS Code from re-sorting).
+    const spaced = (text) => new RegExp([...text].map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\u200B?"));
+    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: spaced("GraphStore::insert") });
     await row.first().waitFor({ timeout: 30_000 });
     await shot("2-search-results");
     await page.keyboard.press("Enter");

@@ -16,6 +16,8 @@ import {
   statusText,
   CLICK_HINT,
   toPickItem,
+  pickTitle,
+  unmatchable,
 } from "./logic";
 
 let client: LanguageClient | undefined;
@@ -129,8 +131,9 @@ function searchCommand(): void {
   const running = client;
   const pick = vscode.window.createQuickPick<HitItem>();
   pick.placeholder = "Search code: a concept, an identifier or a \"quoted phrase\"";
-  pick.matchOnDescription = true;
-  pick.matchOnDetail = true;
+  // The server ranks: nothing VS Code could match on (see `unmatchable`).
+  pick.matchOnDescription = false;
+  pick.matchOnDetail = false;
   const openBeside: vscode.QuickInputButton = {
     iconPath: new vscode.ThemeIcon("split-horizontal"),
     tooltip: "Open to the side",
@@ -162,7 +165,7 @@ function searchCommand(): void {
         pick.items = result.hits.map((hit) => {
           const item = toPickItem(hit, folders);
           return {
-            label: `$(${item.icon}) ${item.label}`,
+            label: `$(${item.icon}) ${unmatchable(item.label)}`,
             description: item.description,
             detail: item.detail,
             hit,
@@ -170,10 +173,7 @@ function searchCommand(): void {
             alwaysShow: true,
           };
         });
-        pick.title =
-          result.mode === "hybrid"
-            ? `Quarry (hybrid, ${result.coverage.embedded}/${result.coverage.total} embedded)`
-            : `Quarry (lexical only: ${result.reason ?? "no model"})`;
+        pick.title = pickTitle(result);
       } catch (error) {
         if (isCurrent() && !(error instanceof vscode.CancellationError)) {
           pick.title = `Quarry: ${error}`;

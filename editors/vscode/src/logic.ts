@@ -79,6 +79,28 @@ export interface PickItem {
   icon: string;
 }
 
+/**
+ * `text` with a zero-width space between its characters. VS Code's
+ * QuickPick re-sorts items whose label matches the typed text (there is no
+ * stable API to keep an extension's order); such a label never matches, so
+ * with `alwaysShow` the items stay in the server's ranking.
+ */
+export function unmatchable(text: string): string {
+  return [...text].join("\u200B");
+}
+
+/** The picker's one-line title for a search result. */
+export function pickTitle(result: SearchResult): string {
+  if (result.mode === "hybrid") {
+    return "Quarry · hybrid";
+  }
+  if (result.mode === "partial") {
+    const { embedded, total } = result.coverage;
+    return `Quarry · hybrid ${total > 0 ? Math.floor((embedded * 100) / total) : 0}% embedded`;
+  }
+  return "Quarry · lexical-only (see the status bar)";
+}
+
 export function toPickItem(hit: SearchHit, folders: string[]): PickItem {
   const path = relativePath(hit.uri, folders);
   return {

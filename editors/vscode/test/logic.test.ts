@@ -8,6 +8,8 @@ import {
   relativePath,
   statusText,
   toPickItem,
+  pickTitle,
+  unmatchable,
 } from "../src/logic";
 
 test("hits become QuickPick items with path:line, branches and a one-line snippet", () => {
@@ -34,6 +36,17 @@ test("paths outside every folder stay absolute; unknown kinds get a generic icon
   assert.equal(relativePath("file:///elsewhere/a.py", ["file:///w"]), "/elsewhere/a.py");
   assert.equal(kindIcon("no-such-kind"), "symbol-misc");
   assert.equal(oneLine("x".repeat(200), 10), "xxxxxxxxx…");
+});
+
+test("labels never match the typed text, so the server's order stays", () => {
+  assert.equal(unmatchable("abc"), "a\u200Bb\u200Bc");
+  assert.ok(!unmatchable("walk_dir").includes("walk"));
+  assert.equal(pickTitle({ mode: "hybrid", coverage: { embedded: 5, total: 5 }, hits: [] }), "Quarry · hybrid");
+  assert.equal(
+    pickTitle({ mode: "partial", coverage: { embedded: 37, total: 100 }, hits: [] }),
+    "Quarry · hybrid 37% embedded",
+  );
+  assert.ok(!pickTitle({ mode: "lexical", reason: "x".repeat(300), coverage: { embedded: 0, total: 1 }, hits: [] }).includes("xxx"));
 });
 
 test("status text says hybrid or lexical, with the reason", () => {

@@ -73,6 +73,18 @@ check(":Quarry search through vim.ui.select jumps to the hit", function()
   end, 5000)
 end)
 
+check("long paths are cut in the middle, never path:line", function()
+  local long = "src/" .. string.rep("deep/", 20) .. "graph_store.rs"
+  local row = quarry.format_hit({
+    uri = vim.uri_from_fname(root .. "/" .. long),
+    range = { start = { line = 502, character = 0 } },
+    symbol = "insert",
+    kind = "method",
+    sources = { "lexical" },
+  }, root)
+  assert(row:find("src/…/graph_store.rs:503", 1, true), row)
+end)
+
 check("workspace symbols come from the server", function()
   vim.cmd("Quarry symbols RetryPolicy")
   wait("the quickfix list", function()

@@ -231,8 +231,9 @@ impl State {
             .max_by_key(|f| f.root.as_os_str().len())
     }
 
+    /// A message for the user, through `window/logMessage` only: clients
+    /// also show the server's stderr, so writing both doubled every line.
     async fn log(&self, typ: MessageType, message: String) {
-        log(&message);
         self.client.log_message(typ, message).await;
     }
 

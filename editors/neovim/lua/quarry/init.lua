@@ -91,12 +91,31 @@ function M.client()
   return id and vim.lsp.get_client_by_id(id) or nil
 end
 
---- One line of a hit for a list: symbol, kind, path:line, branches.
+--- `path` cut in the middle to at most `max` characters, keeping its first
+--- folder and its file name whole (`src/…/graph_store.rs`).
+function M.shorten_path(path, max)
+  if #path <= max then
+    return path
+  end
+  local parts = vim.split(path, "/", { plain = true })
+  local name = parts[#parts]
+  local head = #parts > 1 and parts[1] or ""
+  local short = head ~= "" and (head .. "/…/" .. name) or name
+  if #short > max then
+    return "…" .. name
+  end
+  return short
+end
+
+--- One line of a hit for a list: symbol, kind, path:line, branches. The
+--- path is relative to `root` (the root of the client that answered) and
+--- shortened in the middle, so `path:line` is never cut.
 function M.format_hit(hit, root)
   local path = vim.uri_to_fname(hit.uri)
   if root and path:sub(1, #root + 1) == root .. "/" then
     path = path:sub(#root + 2)
   end
+  path = M.shorten_path(path, 60)
   return string.format(
     "%s [%s] %s:%d (%s)",
     hit.symbol,
@@ -119,9 +138,10 @@ function M.jump(hit, split)
   vim.lsp.util.show_document({ uri = hit.uri, range = range }, "utf-16", { focus = true })
 end
 
---- Runs quarry/search synchronously; returns the result table or nil, err.
-function M.search_sync(query, opts)
-  local client = M.client()
+--- Runs quarry/search synchronously (through `client`, else the current
+--- buffer's); returns the result table or nil, err.
+function M.search_sync(query, opts, client)
+  client = client or M.client()
   if not client then
     return nil, "quarry is not running"
   end
@@ -149,7 +169,9 @@ function M.search(query)
     if not q or q == "" then
       return
     end
-    local result, err = M.search_sync(q)
+    -- One client answers and names the root the rows are relative to.
+    local client = M.client()
+    local result, err = M.search_sync(q, nil, client)
     if not result then
       vim.notify("Quarry: " .. tostring(err), vim.log.levels.ERROR)
       return
@@ -158,7 +180,6 @@ function M.search(query)
       vim.notify("Quarry: no results for " .. q, vim.log.levels.INFO)
       return
     end
-    local client = M.client()
     local root = client and client.root_dir
     vim.ui.select(result.hits, {
       prompt = string.format("Quarry (%s)", result.mode),

@@ -26,7 +26,8 @@ function M.picker(opts)
           if not prompt or prompt == "" then
             return {}
           end
-          local result = quarry.search_sync(prompt)
+          -- The client the rows' root comes from answers too.
+          local result = quarry.search_sync(prompt, nil, client)
           return result and result.hits or {}
         end,
         entry_maker = function(hit)

@@ -37,7 +37,7 @@ impl Default for Settings {
             rrf_k: 60.0,
             depth: None,
             exclude: Vec::new(),
-            debounce_ms: 150,
+            debounce_ms: 120,
         }
     }
 }

@@ -180,11 +180,11 @@ pub struct DiskText {
 }
 
 impl DiskText {
-    /// Reads under `root` (canonicalised: `confine` checks real paths).
+    /// Reads under `root`, which must be canonical (`Index::root` is):
+    /// `confine` compares real paths.
     pub fn new(root: impl Into<PathBuf>) -> DiskText {
-        let root = root.into();
         DiskText {
-            root: std::fs::canonicalize(&root).unwrap_or(root),
+            root: root.into(),
             cache: FxHashMap::default(),
         }
     }
@@ -467,6 +467,7 @@ pub fn search_with(
             (options.exact_priority && is_exact(f)) || f.rank(Branch::Symbol).is_some()
         })
     };
+    let mut fresh = FxHashMap::default();
     for f in fused {
         let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
             continue;
@@ -482,7 +483,8 @@ pub fn search_with(
             .branches()
             .map(|b| (b.name(), f.rank(b).unwrap_or(0)))
             .collect();
-        let Some(mut hit) = make_hit(segment, chunk, f.score, sources, options, text) else {
+        let Some(mut hit) = make_hit(segment, chunk, f.score, sources, options, text, &mut fresh)
+        else {
             continue;
         };
         hit.ranks = ranks;
@@ -953,19 +955,48 @@ pub fn locate_now(
     segment: &Segment,
     chunk: &ChunkRecord,
     text: Option<&str>,
+    fresh: &mut FxHashMap<String, bool>,
 ) -> Option<(u32, u32)> {
     let text = text?;
     let path = segment.path_of(chunk);
-    let indexed = segment.rows.iter().find(|row| row.path == path);
-    if indexed.is_some_and(|row| row.hash == *blake3::hash(text.as_bytes()).as_bytes()) {
+    // Hashed once per file and search, however many hits it has.
+    let unchanged = *fresh.entry(path.to_string()).or_insert_with(|| {
+        let hash = *blake3::hash(text.as_bytes()).as_bytes();
+        segment
+            .rows
+            .iter()
+            .any(|row| *row.path == *path && row.hash == hash)
+    });
+    if unchanged {
         return Some((chunk.start_line, chunk.end_line));
     }
-    let chunks = crate::chunk::chunk_file(path, text, chunk.language);
-    let found = chunks
-        .iter()
-        .filter(|c| *c.qualified_name == *chunk.qualified_name && c.kind == chunk.kind)
-        .min_by_key(|c| c.start_line.abs_diff(chunk.start_line))?;
+    let found = find_again(
+        path,
+        text,
+        chunk.language,
+        &chunk.qualified_name,
+        chunk.kind,
+        chunk.start_line,
+    )?;
     Some((found.start_line, found.end_line))
+}
+
+/// The definition named `qualified_name` of `kind` in `text` nearest
+/// `line`: how a hit is found again in a file that changed since it was
+/// indexed (by the search for files on disk, by the server for open
+/// buffers).
+pub fn find_again(
+    path: &str,
+    text: &str,
+    language: crate::chunk::Language,
+    qualified_name: &str,
+    kind: ChunkKind,
+    line: u32,
+) -> Option<crate::chunk::Chunk> {
+    crate::chunk::chunk_file(path, text, language)
+        .into_iter()
+        .filter(|c| *c.qualified_name == *qualified_name && c.kind == kind)
+        .min_by_key(|c| c.start_line.abs_diff(line))
 }
 
 /// The hit for a chunk, its range and snippet from the current text
@@ -977,10 +1008,11 @@ fn make_hit(
     sources: Vec<&'static str>,
     options: &SearchOptions,
     text: &mut dyn TextSource,
+    fresh: &mut FxHashMap<String, bool>,
 ) -> Option<Hit> {
     let path = segment.path_of(chunk);
     let file = text.text(path);
-    let (start_line, end_line) = locate_now(segment, chunk, file)?;
+    let (start_line, end_line) = locate_now(segment, chunk, file, fresh)?;
     let snippet = file
         .map(|file| snippet(file, start_line, end_line, options.snippet_lines))
         .unwrap_or_default();

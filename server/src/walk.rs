@@ -64,10 +64,16 @@ fn nanos(t: std::io::Result<std::time::SystemTime>) -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// A file's modification time in nanoseconds since the epoch (0 if the
+/// platform has none), as `FileStat` and the index record it.
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    nanos(meta.modified())
+}
+
 /// `FileStat` of `path` (following symlinks: callers pass checked paths).
 pub fn stat(path: &Path) -> std::io::Result<FileStat> {
     let meta = std::fs::metadata(path)?;
-    let mtime_ns = nanos(meta.modified());
+    let mtime_ns = mtime_ns(&meta);
     #[cfg(unix)]
     let (ctime_ns, inode) = {
         use std::os::unix::fs::MetadataExt;

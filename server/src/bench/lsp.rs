@@ -112,12 +112,6 @@ fn folder_counts(status: &Value) -> (u64, u64) {
 /// and as often in an open buffer (didChange only), timing each until
 /// `workspace/symbol` finds it, while the first embedding runs.
 fn cold_edits(client: &mut Client, file: &Path, template: &str) -> io::Result<ColdEmbedding> {
-    let render = |name: &str| {
-        template
-            .replace("{name}", name)
-            .replace("{{", "{")
-            .replace("}}", "}")
-    };
     let found = |name: &str| {
         let name = name.to_string();
         move |r: &Value| {
@@ -131,7 +125,7 @@ fn cold_edits(client: &mut Client, file: &Path, template: &str) -> io::Result<Co
     let mut saves = Vec::new();
     for i in 0..COLD_EDITS {
         let name = format!("quarry_bench_cold_save_{i}");
-        text.push_str(&render(&name));
+        text.push_str(&render(template, &name));
         std::fs::write(file, &text)?;
         let started = Instant::now();
         client.notify(
@@ -148,7 +142,7 @@ fn cold_edits(client: &mut Client, file: &Path, template: &str) -> io::Result<Co
     let mut edits = Vec::new();
     for i in 0..COLD_EDITS {
         let name = format!("quarry_bench_cold_edit_{i}");
-        let added = render(&name);
+        let added = render(template, &name);
         // The end of the buffer, in LSP's UTF-16 columns.
         let line = text.matches('\n').count() as u32;
         let last = text.rsplit('\n').next().unwrap_or("");
@@ -210,17 +204,8 @@ fn concurrent(client: &mut Client) -> Concurrent {
         .collect();
     let started = Instant::now();
     client.send_all(&requests);
-    let mut answers: std::collections::HashMap<i64, Value> = Default::default();
-    let deadline = Instant::now() + client.timeout;
-    while answers.len() < CONCURRENT {
-        let message = client.next(deadline);
-        match message["id"].as_i64() {
-            Some(id) if message.get("method").is_none() => {
-                answers.insert(id, message);
-            }
-            _ => client.handle(message),
-        }
-    }
+    let ids: Vec<i64> = (first..first + CONCURRENT as i64).collect();
+    let answers = client.responses(&ids);
     let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     let has_dense = |hits: &Value| {
         hits.as_array().is_some_and(|a| {
@@ -468,6 +453,14 @@ fn timed(client: &mut Client, method: &str, params: Value) -> (f64, Value) {
     (start.elapsed().as_secs_f64() * 1000.0, result)
 }
 
+/// A function named `name` from one of `save_target`'s templates.
+fn render(template: &str, name: &str) -> String {
+    template
+        .replace("{name}", name)
+        .replace("{{", "{")
+        .replace("}}", "}")
+}
+
 /// A file for the save benchmark (appending a function to it): the `.rs`,
 /// `.py`, `.ts` or `.js` file of median size under `root`, with its size.
 fn save_target(root: &Path) -> Option<(PathBuf, &'static str, u64)> {
@@ -586,12 +579,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         let mut text = std::fs::read_to_string(&file)?;
         for i in 0..SAVES {
             let name = format!("quarry_bench_saved_{i}");
-            text.push_str(
-                &template
-                    .replace("{name}", &name)
-                    .replace("{{", "{")
-                    .replace("}}", "}"),
-            );
+            text.push_str(&render(template, &name));
             std::fs::write(&file, &text)?;
             let saved = Instant::now();
             client.notify(

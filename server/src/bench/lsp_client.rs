@@ -123,6 +123,23 @@ impl Client {
         }
     }
 
+    /// Waits for the responses to every id in `ids`, in whatever order
+    /// they come (requests sent together are answered concurrently).
+    pub fn responses(&mut self, ids: &[i64]) -> std::collections::HashMap<i64, Value> {
+        let deadline = Instant::now() + self.timeout;
+        let mut found = std::collections::HashMap::new();
+        while found.len() < ids.len() {
+            let message = self.next(deadline);
+            match message["id"].as_i64() {
+                Some(id) if message.get("method").is_none() && ids.contains(&id) => {
+                    found.insert(id, message);
+                }
+                _ => self.handle(message),
+            }
+        }
+        found
+    }
+
     /// Waits for an error response with a null id (a parse error).
     pub fn wait_error_without_id(&mut self) -> Value {
         let deadline = Instant::now() + self.timeout;

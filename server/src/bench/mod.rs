@@ -314,7 +314,7 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
     let snapshot = index.snapshot();
     let mut lexical = Vec::new();
     let mut symbol = Vec::new();
-    let mut text = DiskText::new(&root);
+    let mut text = DiskText::new(index.root());
     for _ in 0..rounds.max(1) {
         for query in LEXICAL_QUERIES {
             let start = Instant::now();
@@ -547,7 +547,7 @@ pub fn run_dense(
     // Hybrid query latency: first time (embeds the query) and repeated.
     let fresh = engine_with(cores.saturating_sub(1).max(1), 128);
     let options = SearchOptions::default();
-    let mut text = DiskText::new(&root);
+    let mut text = DiskText::new(index.root());
     let (mut uncached, mut cached, mut lexical) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds.max(2) {
         for query in LEXICAL_QUERIES {

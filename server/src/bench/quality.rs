@@ -785,7 +785,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
 
     let mut reports = Vec::new();
     let mut misses = Vec::new();
-    let mut text = DiskText::new(&root);
+    let mut text = DiskText::new(index.root());
     let configs = configs();
     let last = configs.len() - 1;
     for (n, mut config) in configs.into_iter().enumerate() {

@@ -712,13 +712,15 @@ impl Index {
             return (*blake3::hash(text.as_bytes()).as_bytes() == row.hash)
                 .then(|| text.to_string());
         }
-        let real = confine::check(&self.root, Path::new(path)).ok()?;
-        match walk::stat(&real) {
-            Ok(now) if now.mtime_ns == row.mtime_ns && now.size == row.size => {
-                confine::read_text(&self.root, &real).ok()
-            }
-            _ => None,
+        // One confined open; the open file says whether it changed since.
+        let mut file = confine::open(&self.root, Path::new(path)).ok()?;
+        let meta = file.metadata().ok()?;
+        if walk::mtime_ns(&meta) != row.mtime_ns || meta.len() != row.size {
+            return None;
         }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     fn embed_work(
@@ -741,16 +743,33 @@ impl Index {
         // (priority, mtime, path, chunk id), best first; the file rows as
         // they were when the work was listed.
         let mut work: Vec<(bool, u64, &str, u32)> = Vec::new();
-        for (segment, chunk) in snapshot.live_chunks() {
-            if vectors.contains(chunk.chunk_id) {
-                continue;
+        if request.only_priority {
+            // Just the named files' chunks, from their rows: an editor's
+            // update never walks every chunk of the workspace.
+            let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            for path in request.priority {
+                if let Some(FileRow {
+                    state: FileState::Indexed { chunk_ids, .. },
+                    ..
+                }) = state.files.get(path.as_str())
+                {
+                    work.extend(
+                        chunk_ids
+                            .iter()
+                            .filter(|id| snapshot.is_live(**id) && !vectors.contains(**id))
+                            .map(|id| (true, 0, path.as_str(), *id)),
+                    );
+                }
             }
-            let path = segment.path_of(chunk);
-            let first = request.priority.iter().any(|p| p == path);
-            if request.only_priority && !first {
-                continue;
+        } else {
+            for (segment, chunk) in snapshot.live_chunks() {
+                if vectors.contains(chunk.chunk_id) {
+                    continue;
+                }
+                let path = segment.path_of(chunk);
+                let first = request.priority.iter().any(|p| p == path);
+                work.push((first, 0, path, chunk.chunk_id));
             }
-            work.push((first, 0, path, chunk.chunk_id));
         }
         // The writer lock only for the rows of the files with work: an
         // update waits microseconds, not a walk over every chunk.

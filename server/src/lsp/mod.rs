@@ -18,12 +18,14 @@ mod framing;
 pub mod overlay;
 pub mod settings;
 
-use crate::chunk::{chunk_file, detect_language, ChunkKind};
+use crate::chunk::{detect_language, ChunkKind};
 use crate::dense::{DenseConfig, DenseEngine};
 use crate::filter::Filter;
 use crate::index::{Index, IndexConfig};
 use crate::rank::FuseConfig;
-use crate::search::{find_symbols, search_with, snippet, DiskText, Hit, SearchOptions, TextSource};
+use crate::search::{
+    find_again, find_symbols, search_with, snippet, DiskText, Hit, SearchOptions, TextSource,
+};
 use overlay::Overlay;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -819,11 +821,8 @@ pub struct SearchResponse {
 /// and kind nearest its indexed line, or `None` if the symbol is gone.
 fn relocate(hit: &Hit, text: &str, snippet_lines: usize) -> Option<(Range, String)> {
     let language = detect_language(Path::new(&hit.path))?;
-    let chunks = chunk_file(&hit.path, text, language);
-    let chunk = chunks
-        .iter()
-        .filter(|c| c.qualified_name == hit.symbol && c.kind.name() == hit.kind)
-        .min_by_key(|c| c.start_line.abs_diff(hit.start_line))?;
+    let kind = ChunkKind::from_name(hit.kind)?;
+    let chunk = find_again(&hit.path, text, language, &hit.symbol, kind, hit.start_line)?;
     let range = Range {
         start: overlay::position(text, chunk.byte_start as usize),
         end: overlay::position(text, chunk.byte_end as usize),
@@ -962,18 +961,6 @@ fn open_buffer(overlay: &Overlay, root: &Path, path: &str) -> Option<overlay::Bu
     let buffer = overlay.get(&abs)?;
     crate::confine::check_new(root, &abs).ok()?;
     Some(buffer)
-}
-
-/// The quoted phrases of a query (`"retry budget" exhausted`).
-fn quoted_phrases(query: &str) -> Vec<String> {
-    query
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 /// A line that only documents or decorates what follows.
@@ -1121,7 +1108,11 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             disk: DiskText::new(&folder.root),
         };
         let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
-        let phrases = quoted_phrases(query);
+        let phrases: Vec<String> = crate::lexical::Query::parse(query)
+            .phrases
+            .into_iter()
+            .map(|p| p.text)
+            .collect();
         let usable = engine
             .as_ref()
             .is_some_and(|e| e.unavailable_reason().is_none());
@@ -1503,7 +1494,6 @@ mod tests {
             Some(Position::new(1, 6))
         );
         assert_eq!(name_position(py, 0, 3, "src/x.py:1-3", &[]), None);
-        assert_eq!(quoted_phrases(r#""a b" c "d""#), vec!["a b", "d"]);
     }
 
     #[test]

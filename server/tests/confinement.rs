@@ -213,41 +213,17 @@ fn read_only_readers_never_serve_outside_text_hang_or_stale_lines() {
     symlink(outside.join("graph_store.rs"), &indexed).expect("symlink");
     let found = read_only_search(&ws, "GraphStore lookup");
     assert!(!found.to_string().contains("TOPSECRET"), "5: {found}");
-    assert!(
-        found["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|h| h["path"] != "src/graph_store.rs"),
-        "5: {found}"
-    );
+    assert_no_hit_in(&found, "src/graph_store.rs", "5");
 
     // An indexed file replaced by a FIFO: no hang, no hit from it.
-    let victim = first_file_with(&root, "go").expect("a Go file");
-    let rel = victim
-        .strip_prefix(&root)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let (victim, rel) = first_file_with(&root, "go");
     std::fs::remove_file(&victim).expect("rm");
     mkfifo(&victim);
     let found = read_only_search(&ws, "rate limit token bucket");
-    assert!(
-        found["hits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|h| h["path"] != rel.as_str()),
-        "fifo: {found}"
-    );
+    assert_no_hit_in(&found, &rel, "fifo");
 
     // A file cut short: no range past its end, never an empty snippet.
-    let long = first_file_with(&root, "py").expect("a Python file");
-    let long_rel = long
-        .strip_prefix(&root)
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+    let (long, long_rel) = first_file_with(&root, "py");
     let text = std::fs::read_to_string(&long).expect("read");
     let cut: String = text.lines().take(3).map(|l| format!("{l}\n")).collect();
     std::fs::write(&long, &cut).expect("cut");
@@ -265,17 +241,28 @@ fn read_only_readers_never_serve_outside_text_hang_or_stale_lines() {
 }
 
 /// The first file under `root` with this extension (sorted, for a stable
-/// choice), larger than 10 lines.
-fn first_file_with(root: &Path, ext: &str) -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = quarry::walk::walk(root, None)
+/// choice), larger than 10 lines: (absolute, root-relative) paths.
+fn first_file_with(root: &Path, ext: &str) -> (PathBuf, String) {
+    quarry::walk::walk(root, None)
         .files
         .into_iter()
-        .map(|f| f.abs_path)
-        .filter(|p| p.extension().is_some_and(|e| e == ext))
-        .filter(|p| std::fs::read_to_string(p).is_ok_and(|t| t.lines().count() > 10))
-        .collect();
-    found.sort();
-    found.into_iter().next()
+        .filter(|f| f.abs_path.extension().is_some_and(|e| e == ext))
+        .filter(|f| std::fs::read_to_string(&f.abs_path).is_ok_and(|t| t.lines().count() > 10))
+        .map(|f| (f.abs_path, f.rel_path))
+        .min()
+        .unwrap_or_else(|| panic!("no .{ext} file of more than 10 lines"))
+}
+
+/// Asserts that no hit of a `quarry search --json` answer is in `path`.
+fn assert_no_hit_in(found: &Value, path: &str, what: &str) {
+    assert!(
+        found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["path"] != path),
+        "{what}: {found}"
+    );
 }
 
 #[test]

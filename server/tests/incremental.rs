@@ -397,13 +397,7 @@ fn content_rewritten_with_its_old_size_and_mtime_is_read_again() {
     let before = std::fs::read_to_string(&path).expect("read");
     let after = before.replace("alpha_one", "alpha_uno");
     assert_eq!(before.len(), after.len());
-    std::fs::write(&path, &after).expect("write");
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .expect("open")
-        .set_modified(mtime)
-        .expect("set mtime");
+    write_keeping_mtime(&path, &after, mtime);
     let stats = index.refresh(&|_| {}).expect("refresh");
     assert_eq!(stats.files_reparsed, 1, "{stats:?}");
     assert_eq!(
@@ -413,15 +407,20 @@ fn content_rewritten_with_its_old_size_and_mtime_is_read_again() {
     // A targeted update (the editor's save) sees it too.
     let again = before.replace("alpha_one", "alpha_two");
     assert_eq!(before.len(), again.len());
-    std::fs::write(&path, again).expect("write");
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .expect("open")
-        .set_modified(mtime)
-        .expect("set mtime");
+    write_keeping_mtime(&path, &again, mtime);
     let stats = index
         .update_paths(std::slice::from_ref(&path))
         .expect("update");
     assert_eq!(stats.files_reparsed, 1, "{stats:?}");
+}
+
+/// Writes `text` to `path` and puts its modification time back (`touch -r`).
+fn write_keeping_mtime(path: &std::path::Path, text: &str, mtime: std::time::SystemTime) {
+    std::fs::write(path, text).expect("write");
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_modified(mtime)
+        .expect("set mtime");
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::lsp::{start_with, uri};
+use common::lsp::{hit_symbols, open_and_append, start_with, uri};
 use common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
@@ -20,17 +20,6 @@ fn has_symbol(result: &Value, name: &str) -> bool {
     result
         .as_array()
         .is_some_and(|a| a.iter().any(|s| s["name"] == name))
-}
-
-fn hit_symbols(result: &Value) -> Vec<String> {
-    result["hits"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|h| h["symbol"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn start(ws: &Workspace) -> Client {
@@ -84,20 +73,8 @@ fn serves_symbols_search_buffers_saves_and_watched_files() {
 
     // Unsaved edits: found lexically, with the range from the buffer.
     let file = root.join("src/graph_store.rs");
-    let disk_text = std::fs::read_to_string(&file).expect("read");
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri(&file), "languageId": "rust", "version": 1, "text": disk_text}}),
-    );
     let added = "\n/// Added in the editor only.\npub fn brand_new_unsaved_symbol() -> u32 { 7 }\n";
-    let lines = disk_text.lines().count() as u32;
-    client.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": {"uri": uri(&file), "version": 2},
-            "contentChanges": [{"range": {"start": {"line": lines, "character": 0}, "end": {"line": lines, "character": 0}}, "text": added}]
-        }),
-    );
+    let (disk_text, lines) = open_and_append(&mut client, &file, added);
     let result = client.poll(
         "quarry/search",
         json!({"query": "brand_new_unsaved_symbol"}),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::lsp::{start_with, uri, wait_exit};
+use common::lsp::{hit_symbols, open_and_append, start_with, uri, wait_exit};
 use common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
@@ -31,22 +31,11 @@ fn folder(status: &Value) -> &Value {
     &status["folders"][0]
 }
 
-fn symbols(result: &Value) -> Vec<String> {
-    result["hits"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|h| h["symbol"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Polls `quarry/search` until `name` is the first hit; the time it took.
 fn until_found(client: &mut Client, name: &str) -> Duration {
     let started = Instant::now();
     client.poll("quarry/search", json!({"query": name, "limit": 5}), |r| {
-        symbols(r).first().map(String::as_str) == Some(name)
+        hit_symbols(r).first().map(String::as_str) == Some(name)
     });
     started.elapsed()
 }
@@ -95,19 +84,10 @@ fn edits_and_saves_are_searchable_while_a_cold_embedding_runs() {
 
     // An unsaved edit that adds a function.
     let file = root.join("src/m3.rs");
-    let text = std::fs::read_to_string(&file).expect("read");
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri(&file), "languageId": "rust", "version": 1, "text": text}}),
-    );
-    let lines = text.lines().count() as u32;
-    client.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": {"uri": uri(&file), "version": 2},
-            "contentChanges": [{"range": {"start": {"line": lines, "character": 0}, "end": {"line": lines, "character": 0}},
-                                "text": "pub fn typed_while_embedding() -> u8 { 1 }\n"}]
-        }),
+    open_and_append(
+        &mut client,
+        &file,
+        "pub fn typed_while_embedding() -> u8 { 1 }\n",
     );
     let edit = until_found(&mut client, "typed_while_embedding");
 
@@ -160,21 +140,9 @@ fn an_edited_buffer_keeps_its_vectors_and_gets_new_ones() {
 
     // One keystroke-sized edit: a new function in an open file.
     let file = root.join("src/graph_store.rs");
-    let text = std::fs::read_to_string(&file).expect("read");
-    client.notify(
-        "textDocument/didOpen",
-        json!({"textDocument": {"uri": uri(&file), "languageId": "rust", "version": 1, "text": text}}),
-    );
-    let lines = text.lines().count() as u32;
     let added =
         "\n/// Counts the nodes a traversal visited.\npub fn visited_node_tally() -> u32 { 3 }\n";
-    client.notify(
-        "textDocument/didChange",
-        json!({
-            "textDocument": {"uri": uri(&file), "version": 2},
-            "contentChanges": [{"range": {"start": {"line": lines, "character": 0}, "end": {"line": lines, "character": 0}}, "text": added}]
-        }),
-    );
+    let (text, lines) = open_and_append(&mut client, &file, added);
     until_found(&mut client, "visited_node_tally");
     // Every chunk has a vector again: the unchanged ones from the cache,
     // the new one computed in the background.
@@ -202,7 +170,7 @@ fn an_edited_buffer_keeps_its_vectors_and_gets_new_ones() {
     client.poll(
         "quarry/search",
         json!({"query": "visited_node_tally", "limit": 5}),
-        |r| !symbols(r).iter().any(|s| s == "visited_node_tally"),
+        |r| !hit_symbols(r).iter().any(|s| s == "visited_node_tally"),
     );
     let undone = client.poll("quarry/status", Value::Null, complete);
     assert_eq!(
@@ -248,17 +216,8 @@ fn concurrent_searches_equal_sequential_ones() {
     client.next_id += 200;
     client.send_all(&requests);
     // Responses come in any order.
-    let mut responses: HashMap<i64, Value> = HashMap::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while responses.len() < 200 {
-        let message = client.next(deadline);
-        match message["id"].as_i64() {
-            Some(id) if message.get("method").is_none() => {
-                responses.insert(id, message);
-            }
-            _ => client.handle(message),
-        }
-    }
+    let ids: Vec<i64> = (first_id..first_id + 200).collect();
+    let responses = client.responses(&ids);
     for i in 0..200usize {
         let response = &responses[&(first_id + i as i64)];
         let result = &response["result"];

@@ -52,3 +52,35 @@ pub fn wait_exit(client: &mut Client) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The `symbol` of every hit of a `quarry/search` result, in order.
+pub fn hit_symbols(result: &Value) -> Vec<String> {
+    result["hits"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|h| h["symbol"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Opens `file` with its text on disk (version 1), then types `added` at
+/// the start of the line after its last line (version 2), unsaved.
+/// Returns the disk text and that line.
+pub fn open_and_append(client: &mut Client, file: &Path, added: &str) -> (String, u32) {
+    let text = std::fs::read_to_string(file).expect("read");
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(file), "languageId": "rust", "version": 1, "text": text}}),
+    );
+    let line = text.lines().count() as u32;
+    client.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": {"uri": uri(file), "version": 2},
+            "contentChanges": [{"range": {"start": {"line": line, "character": 0}, "end": {"line": line, "character": 0}}, "text": added}]
+        }),
+    );
+    (text, line)
+}

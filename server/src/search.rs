@@ -1069,6 +1069,9 @@ pub struct SymbolHit {
     pub path: String,
     pub start_line: u32,
     pub end_line: u32,
+    /// Where the name is written: 1-based line, UTF-16 column.
+    pub name_line: u32,
+    pub name_column: u32,
     pub name: String,
     pub qualified_name: String,
     pub kind: &'static str,
@@ -1096,6 +1099,8 @@ pub fn find_symbols(
                 path: segment.path_of(chunk).to_string(),
                 start_line: chunk.start_line,
                 end_line: chunk.end_line,
+                name_line: chunk.name_line,
+                name_column: chunk.name_column,
                 name: chunk.name.to_string(),
                 qualified_name: chunk.qualified_name.to_string(),
                 kind: chunk.kind.name(),

@@ -45,7 +45,24 @@ fn serves_symbols_search_buffers_saves_and_watched_files() {
         .as_str()
         .unwrap()
         .ends_with("src/graph_store.rs"));
-    assert_eq!(first["location"]["range"]["start"]["line"], 53);
+    // At the name on line 55 (`pub fn insert`), not the doc comment above.
+    assert_eq!(
+        first["location"]["range"],
+        json!({"start": {"line": 54, "character": 11}, "end": {"line": 54, "character": 17}}),
+        "{symbols}"
+    );
+    // A decorated class opens at `class RetryPolicy`, not `@dataclass`.
+    let symbols = client.result("workspace/symbol", json!({"query": "RetryPolicy"}));
+    let class = symbols
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "RetryPolicy")
+        .unwrap_or_else(|| panic!("{symbols}"));
+    assert_eq!(
+        class["location"]["range"]["start"],
+        json!({"line": 13, "character": 6})
+    );
 
     // quarry/search: lexical (no model), with the reason and coverage.
     let found = client.result(

@@ -227,6 +227,9 @@ struct RawDef {
     byte_end: usize,
     start_line: u32,
     end_line: u32,
+    /// 1-based line and UTF-16 column of the written name.
+    name_line: u32,
+    name_column: u32,
     name: String,
     /// The name members are qualified with, when it differs from `name`
     /// (`GraphStore` for `Display for GraphStore`).
@@ -519,6 +522,7 @@ impl Extractor<'_> {
     /// doc. `None` when it has no usable name.
     fn build(&self, c: &Candidate<'_>, context: &TreeContext<'_, '_>) -> Option<RawDef> {
         let text = self.text;
+        let mut name_node = c.name;
         let (name, mut explicit_container) = match c.mode {
             NameMode::Plain => (collapse_whitespace(node_text(text, c.name), 200), None),
             NameMode::Path => self.split_path(node_text(text, c.name)),
@@ -528,9 +532,11 @@ impl Extractor<'_> {
                     // A function prototype, not a variable.
                     return None;
                 }
+                name_node = declared;
                 self.split_path(node_text(text, declared))
             }
         };
+        let (name_line, name_column) = name_point(text, name_node, &name);
         if name.is_empty() || is_reserved_word(&name) {
             return None;
         }
@@ -587,6 +593,8 @@ impl Extractor<'_> {
             byte_end,
             start_line: to_u32(start_row + 1),
             end_line: end_line.max(to_u32(start_row + 1)),
+            name_line,
+            name_column,
             name,
             scope,
             explicit_container,
@@ -777,6 +785,8 @@ impl Extractor<'_> {
                 byte_end: to_u32(def.byte_end),
                 start_line: def.start_line,
                 end_line: def.end_line,
+                name_line: def.name_line,
+                name_column: def.name_column,
                 signature: def.signature,
                 doc: def.doc,
             });
@@ -971,6 +981,24 @@ fn declared_name(node: Node<'_>) -> (Node<'_>, bool) {
         }
     }
     (node, from_function)
+}
+
+/// 1-based line and UTF-16 column where `name` is written inside the
+/// name node: the last occurrence, so `A::B::f` points at `f`; the node's
+/// start when the name is not spelled there (`Display for GraphStore`).
+fn name_point(text: &str, node: Node<'_>, name: &str) -> (u32, u32) {
+    let start = node.start_byte();
+    let at = node_text(text, node)
+        .rfind(name)
+        .filter(|_| !name.is_empty())
+        .map_or(start, |offset| start + offset);
+    let at = if text.is_char_boundary(at) { at } else { start };
+    let before = text.get(start..at).unwrap_or("");
+    let row = node.start_position().row + before.matches('\n').count();
+    let line = text.get(..at).unwrap_or("");
+    let line = &line[line.rfind('\n').map_or(0, |i| i + 1)..];
+    let column = line.encode_utf16().count();
+    (to_u32(row + 1), to_u32(column))
 }
 
 fn node_text<'s>(text: &'s str, node: Node<'_>) -> &'s str {

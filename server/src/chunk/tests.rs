@@ -1121,3 +1121,25 @@ fn chunking_is_deterministic_across_threads() {
         assert_eq!(handle.join().expect("thread"), expected);
     }
 }
+
+/// Editors open a definition at its written name, past docs, attributes
+/// and decorators, and at the last segment of a qualified C++ name.
+#[test]
+fn names_are_located_where_they_are_written() {
+    let at = |language: Language, source: &str, qualified_name: &str| {
+        let chunks = chunk_file("src/test_file", source, language);
+        let chunk = find(&chunks, qualified_name);
+        (chunk.start_line, chunk.name_line, chunk.name_column)
+    };
+    let rust = "/// A store.\n#[derive(Debug)]\npub struct Store {\n    x: u32,\n}\n\nimpl Store {\n    /// Finds.\n    pub fn lookup(&self) {}\n}\n";
+    assert_eq!(at(Language::Rust, rust, "Store"), (1, 3, 11));
+    assert_eq!(at(Language::Rust, rust, "Store::lookup"), (8, 9, 11));
+    let python = "@dataclass(frozen=True)\nclass RetryPolicy:\n    @property\n    def delay(self):\n        return 1\n";
+    assert_eq!(at(Language::Python, python, "RetryPolicy"), (1, 2, 6));
+    assert_eq!(at(Language::Python, python, "RetryPolicy.delay"), (3, 4, 8));
+    let cpp = "// Formats.\nvoid fmt::detail::write(int x) {\n}\n";
+    assert_eq!(at(Language::Cpp, cpp, "fmt::detail::write"), (1, 2, 18));
+    // UTF-16 columns: the non-ASCII character before the name counts once.
+    let js = "const é = 1; function run() {}\n";
+    assert_eq!(at(Language::JavaScript, js, "run").2, 22);
+}

@@ -154,6 +154,8 @@ pub(crate) fn line_windows(path: &str, text: &str, language: Language) -> Vec<Ch
                 byte_end: to_u32(end),
                 start_line,
                 end_line,
+                name_line: start_line,
+                name_column: 0,
                 signature: String::new(),
                 doc: String::new(),
             });
@@ -313,6 +315,8 @@ fn section(
         byte_end: to_u32(end),
         start_line: index.line_of(start),
         end_line: index.last_line(start, end),
+        name_line: index.line_of(start),
+        name_column: 0,
         signature,
         doc: String::new(),
     }

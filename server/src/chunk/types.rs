@@ -197,6 +197,12 @@ pub struct Chunk {
     pub byte_end: u32,
     pub start_line: u32,
     pub end_line: u32,
+    /// Where the name is written: 1-based line and UTF-16 column, so an
+    /// editor opens the definition at its name, not at its doc comment or
+    /// decorator. A chunk without a written name (a line window, a
+    /// section) names its first line, column 0.
+    pub name_line: u32,
+    pub name_column: u32,
     /// The declaration line(s) up to the body (`pub fn lookup(&self, k: &str) -> Option<&Node>`).
     pub signature: String,
     /// The doc comment attached to the definition, comment markers stripped.

@@ -15,7 +15,7 @@ use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
-pub const SEGMENT_VERSION: u32 = 2;
+pub const SEGMENT_VERSION: u32 = 3;
 
 /// Why a file is in the walk but not in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,6 +81,10 @@ pub struct ChunkRecord {
     pub byte_end: u32,
     pub start_line: u32,
     pub end_line: u32,
+    /// 1-based line and UTF-16 column of the written name (see
+    /// [`crate::chunk::Chunk::name_line`]).
+    pub name_line: u32,
+    pub name_column: u32,
     pub signature: Box<str>,
 }
 
@@ -139,6 +143,8 @@ impl Segment {
             w.varint(u64::from(chunk.byte_end - chunk.byte_start));
             w.varint(u64::from(chunk.start_line));
             w.varint(u64::from(chunk.end_line - chunk.start_line));
+            w.varint(u64::from(chunk.name_line.saturating_sub(chunk.start_line)));
+            w.varint(u64::from(chunk.name_column));
             w.str(&chunk.signature);
         }
         w.varint(self.rows.len() as u64);
@@ -214,6 +220,11 @@ impl Segment {
             let end_line = start_line
                 .checked_add(r.varint_u32()?)
                 .ok_or_else(|| invalid("line range"))?;
+            let name_line = start_line
+                .checked_add(r.varint_u32()?)
+                .filter(|line| *line <= end_line)
+                .ok_or_else(|| invalid("name line"))?;
+            let name_column = r.varint_u32()?;
             let signature = Box::from(r.str()?);
             chunks.push(ChunkRecord {
                 chunk_id,
@@ -227,6 +238,8 @@ impl Segment {
                 byte_end,
                 start_line,
                 end_line,
+                name_line,
+                name_column,
                 signature,
             });
         }
@@ -380,6 +393,8 @@ impl SegmentBuilder {
                 byte_end: chunk.byte_end,
                 start_line: chunk.start_line,
                 end_line: chunk.end_line,
+                name_line: chunk.name_line.clamp(chunk.start_line, chunk.end_line),
+                name_column: chunk.name_column,
                 signature: chunk.signature.into(),
             });
         }

@@ -24,7 +24,8 @@ use crate::filter::Filter;
 use crate::index::{Index, IndexConfig};
 use crate::rank::FuseConfig;
 use crate::search::{
-    find_again, find_symbols, search_with, snippet, DiskText, Hit, SearchOptions, TextSource,
+    find_again, find_symbols, search_with, snippet, DiskText, Hit, SearchOptions, SymbolHit,
+    TextSource,
 };
 use overlay::Overlay;
 use serde::{Deserialize, Serialize};
@@ -1023,6 +1024,23 @@ fn name_position(
     Some(Position::new(found.0, column(found.1, found.2)))
 }
 
+/// The range of a symbol's written name; empty when the name as indexed
+/// is not how it is written (`Display for GraphStore`).
+fn name_range(hit: &SymbolHit) -> Range {
+    let start = Position::new(hit.name_line.saturating_sub(1), hit.name_column);
+    let simple = !hit.name.is_empty()
+        && hit
+            .name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '$'));
+    let width = if simple {
+        hit.name.encode_utf16().count() as u32
+    } else {
+        0
+    };
+    Range::new(start, Position::new(start.line, start.character + width))
+}
+
 /// How much a mode promises, least first: the merged response claims no
 /// more than its weakest folder.
 fn mode_strength(mode: &str) -> u8 {
@@ -1397,7 +1415,7 @@ impl LanguageServer for Backend {
                     let tier = match hit.tier {
                         "exact" => 0,
                         "prefix" => 1,
-                        "fuzzy" => 2,
+                        "word" => 2,
                         _ => 3,
                     };
                     let container = hit
@@ -1405,6 +1423,7 @@ impl LanguageServer for Backend {
                         .strip_suffix(hit.name.as_str())
                         .map(|c| c.trim_end_matches([':', '.', '#']).to_string())
                         .filter(|c| !c.is_empty());
+                    let range = name_range(&hit);
                     #[allow(deprecated)]
                     out.push((
                         tier,
@@ -1413,10 +1432,10 @@ impl LanguageServer for Backend {
                             kind: symbol_kind(hit.kind),
                             tags: None,
                             deprecated: None,
-                            location: Location {
-                                uri,
-                                range: line_range(hit.start_line, hit.end_line),
-                            },
+                            // At the name, not the doc comment or
+                            // decorator above it (the editor opens and
+                            // highlights this range).
+                            location: Location { uri, range },
                             container_name: container,
                         },
                     ));

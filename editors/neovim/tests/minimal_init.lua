@@ -1,5 +1,7 @@
 -- Loads the plugin from this checkout and starts it on the real server:
--- the binary found as a user would (see quarry_bin), lexical-only, no telescope.
+-- the binary found as a user would (see quarry_bin), lexical-only. No
+-- telescope unless $QUARRY_TEST_PLUGINS names telescope.nvim and
+-- plenary.nvim checkouts (colon-separated; tests/telescope.sh sets it).
 local plugin = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
 local repo = vim.fn.fnamemodify(plugin, ":h:h")
 vim.opt.rtp:prepend(plugin)
@@ -24,9 +26,14 @@ local function quarry_bin()
   error("no quarry binary: build it (cargo build) or set QUARRY_BIN")
 end
 
+local plugins = os.getenv("QUARRY_TEST_PLUGINS") or ""
+for dir in vim.gsplit(plugins, ":", { plain = true, trimempty = true }) do
+  vim.opt.rtp:prepend(dir)
+end
+
 require("quarry").setup({
   cmd = { quarry_bin(), "lsp" },
   settings = { lexicalOnly = true, debounceMs = 30 },
-  telescope = false,
+  telescope = plugins ~= "",
 })
 return { plugin = plugin, repo = repo }

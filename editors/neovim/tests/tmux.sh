@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Drives the real terminal UI through tmux: :Quarry search with the
 # vim.ui.select fallback (Neovim's numbered list), picks the hit by typing
-# its number, and checks where the cursor landed.
+# its number, and checks where the cursor landed. Leaves a screenshot of
+# the list in $E2E_ARTIFACTS (default tests/artifacts).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 work="$(mktemp -d)"
+artifacts="${E2E_ARTIFACTS:-$here/artifacts}"
+mkdir -p "$artifacts"
 session="quarry-test-$$"
 trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
 cp -r "$repo/tests/fixtures/polyglot" "$work/root"
@@ -24,7 +27,7 @@ wait_for() { # text seconds
 }
 
 tmux new-session -d -s "$session" -x 160 -y 45 \
-    "cd '$work/root' && XDG_CACHE_HOME='$work/cache' QUARRY_MODEL='$work/none' QUARRY_BIN='${QUARRY_BIN:-$repo/target/debug/quarry}' nvim -u '$here/minimal_init.lua' README.md"
+    "cd '$work/root' && XDG_CACHE_HOME='$work/cache' QUARRY_MODEL='$work/none' ${QUARRY_BIN:+QUARRY_BIN='$QUARRY_BIN'} nvim -u '$here/minimal_init.lua' README.md"
 wait_for "README.md" 20
 # Wait until the server has indexed the project.
 for _ in $(seq 1 100); do
@@ -40,6 +43,8 @@ pane | grep -F "GraphStore::insert [method] src/graph_store.rs:55" >/dev/null ||
     pane >&2
     exit 1
 }
+tmux capture-pane -p -e -t "$session" >"$work/select.ansi"
+python3 "$here/screenshot.py" "$work/select.ansi" "$artifacts/select-list.png" 160 45
 number="$(pane | grep -F "GraphStore::insert [method]" | head -1 | sed -E 's/^ *([0-9]+):.*/\1/')"
 tmux send-keys -t "$session" "$number" Enter
 tmux send-keys -t "$session" ":echo 'AT ' .. expand('%:t') .. ':' .. line('.')" Enter

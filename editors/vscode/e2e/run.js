@@ -1,11 +1,21 @@
 // End-to-end in a real VS Code: code-server (its npm package carries the
 // VS Code build) with the packaged extension installed, driven through
-// Chromium by playwright-core. Runs "Quarry: Search Code" against the real
-// `quarry lsp` on a copy of the fixture, picks a result and checks that the
-// editor opened the right file and line; then Ctrl+T finds a symbol.
+// Chromium by playwright-core, against the real `quarry lsp` on a copy of
+// the fixture. Two passes, each a fresh code-server:
+// - lexical (no model): "Quarry: Search Code" for an identifier opens the
+//   file at the definition's name; Ctrl+T (workspace/symbol) opens a
+//   decorated class at its name, not at the decorator;
+// - hybrid (the installed model; skipped with a message when there is none,
+//   failed when QUARRY_REQUIRE_MODEL=1): the status bar counts the coverage
+//   up to "hybrid", a natural-language query's top hit is the one only the
+//   dense branch finds, and the picker shows a one-word query's hits in the
+//   server's order (the order `quarry search` prints for the same index).
 // Screenshots of each step go to $E2E_ARTIFACTS (default e2e/artifacts).
 //
-//   node e2e/run.js CODE_SERVER [QUARRY_BIN]   (QUARRY_BIN: target/debug/quarry)
+//   node e2e/run.js CODE_SERVER [QUARRY_BIN]
+//
+// QUARRY_BIN defaults to $QUARRY_BIN, then `quarry` on PATH, then the
+// repository's target/release, then target/debug.
 "use strict";
 
 const { spawn } = require("node:child_process");
@@ -18,11 +28,36 @@ const { chromium } = require("playwright-core");
 const here = path.resolve(__dirname, "..");
 const repo = path.resolve(here, "..", "..");
 const codeServer = process.argv[2];
-const quarryBin = path.resolve(process.argv[3] || path.join(repo, "target", "debug", "quarry"));
-if (!codeServer || !fs.existsSync(quarryBin)) {
-  console.error("usage: node e2e/run.js CODE_SERVER [QUARRY_BIN] (build quarry first)");
+
+/** The quarry binary a user would run: argument, $QUARRY_BIN, PATH, then
+ * the repository's release and debug builds. */
+function findQuarry() {
+  const given = process.argv[3] || process.env.QUARRY_BIN;
+  if (given) return fs.existsSync(given) ? path.resolve(given) : null;
+  const candidates = (process.env.PATH || "")
+    .split(path.delimiter)
+    .filter(Boolean)
+    .map((dir) => path.join(dir, "quarry"))
+    .concat([path.join(repo, "target", "release", "quarry"), path.join(repo, "target", "debug", "quarry")]);
+  return candidates.find((file) => {
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return fs.statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  }) || null;
+}
+
+const quarryBin = findQuarry();
+if (!codeServer || !quarryBin) {
+  console.error(
+    "e2e: no quarry binary (looked at the argument, $QUARRY_BIN, PATH, target/release, target/debug): " +
+      "build it with `cargo build` first\nusage: node e2e/run.js CODE_SERVER [QUARRY_BIN]",
+  );
   process.exit(2);
 }
+console.log(`e2e: quarry binary ${quarryBin}`);
 const artifacts = process.env.E2E_ARTIFACTS || path.join(here, "e2e", "artifacts");
 fs.mkdirSync(artifacts, { recursive: true });
 
@@ -56,8 +91,33 @@ function run(cmd, args, env) {
   });
 }
 
-async function main() {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), "quarry-e2e-"));
+function capture(cmd, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
+/** Where `quarry` finds its model when QUARRY_MODEL is unset. */
+function installedModel() {
+  const dataHome = process.env.XDG_DATA_HOME || path.join(os.homedir(), ".local", "share");
+  const dir = process.env.QUARRY_MODEL || path.join(dataHome, "quarry", "models", "all-MiniLM-L6-v2");
+  return fs.existsSync(path.join(dir, "model.safetensors")) ? dir : null;
+}
+
+// Labels carry zero-width spaces (they keep VS Code from re-sorting).
+const plain = (text) => text.replace(/\u200B/g, "");
+const spaced = (text) =>
+  new RegExp([...text].map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\u200B?"));
+
+const statusText = (page) =>
+  page.$$eval(".statusbar-item", (els) => els.map((e) => e.textContent || "")).catch(() => []);
+
+/** Runs one code-server session on a fresh copy of the fixture. */
+async function session(name, { model }, steps) {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), `quarry-e2e-${name}-`));
   const workspace = path.join(work, "workspace");
   fs.cpSync(path.join(repo, "tests", "fixtures", "polyglot"), workspace, { recursive: true });
   const userData = path.join(work, "user");
@@ -79,7 +139,7 @@ async function main() {
     ...process.env,
     XDG_CACHE_HOME: path.join(work, "cache"),
     XDG_CONFIG_HOME: path.join(work, "config"),
-    QUARRY_MODEL: path.join(work, "no-model"),
+    QUARRY_MODEL: model || path.join(work, "no-model"),
   };
   const vsix = path.join(here, "quarry.vsix");
   await run(codeServer, ["--user-data-dir", userData, "--extensions-dir", extensions, "--install-extension", vsix], env);
@@ -92,6 +152,7 @@ async function main() {
     { env, stdio: ["ignore", "inherit", "inherit"] },
   );
   let browser;
+  let failed = true;
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000);
     browser = await chromium.launch({
@@ -100,47 +161,93 @@ async function main() {
              "--disable-component-update", "--disable-sync", "--no-first-run"],
     });
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-    const shot = async (name) => page.screenshot({ path: path.join(artifacts, `${name}.png`) });
+    const shot = async (step) => page.screenshot({ path: path.join(artifacts, `${name}-${step}.png`) });
     await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
     await page.waitForSelector(".monaco-workbench", { timeout: 60_000 });
+    await steps({ page, shot, env, workspace });
+    failed = false;
+  } catch (error) {
+    if (browser) {
+      const page = browser.contexts()[0]?.pages()[0];
+      if (page) {
+        await page.screenshot({ path: path.join(artifacts, `${name}-failure.png`) }).catch(() => {});
+        console.error("status bar:", JSON.stringify(await statusText(page)));
+      }
+    }
+    throw error;
+  } finally {
+    if (browser) await browser.close();
+    server.kill();
+    if (failed) {
+      console.error(`kept ${work} for inspection`);
+    } else {
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  }
+}
+
+async function waitForStatus(page, pattern, timeout) {
+  await page.waitForFunction(
+    (source) => [...document.querySelectorAll(".statusbar-item")].some((e) => new RegExp(source).test(e.textContent || "")),
+    pattern.source,
+    { timeout },
+  );
+}
+
+/** Opens "Quarry: Search Code" and types `query`. */
+async function searchCode(page, query) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 10_000 });
+  await page.keyboard.type("Quarry: Search Code");
+  await page.waitForSelector(".quick-input-list .monaco-list-row", { timeout: 10_000 });
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    () => (document.querySelector(".quick-input-widget input")?.getAttribute("placeholder") || "").includes("Search code"),
+    null,
+    { timeout: 10_000 },
+  );
+  await page.keyboard.type(query);
+}
+
+/** The picker's rows as shown, top to bottom: [label, description]. */
+async function pickerRows(page) {
+  return page.$$eval(".quick-input-list .monaco-list-row", (rows) =>
+    rows
+      .map((row) => ({
+        top: parseFloat(row.style.top || "0"),
+        label: row.querySelector(".label-name")?.textContent || "",
+        description: row.querySelector(".label-description")?.textContent || "",
+      }))
+      .sort((a, b) => a.top - b.top)
+      .map((r) => [r.label, r.description]),
+  );
+}
+
+async function activeLine(page) {
+  const items = await statusText(page);
+  const found = items.map((t) => /Ln (\d+),/.exec(t)).find(Boolean);
+  return found ? Number(found[1]) : null;
+}
+
+async function lexicalPass() {
+  await session("lexical", { model: null }, async ({ page, shot }) => {
     // The status bar item appears once the server answers quarry/status.
-    const status = page.locator(".statusbar-item", { hasText: "Quarry" });
-    await status.first().waitFor({ timeout: 30_000 });
-    await page.waitForFunction(
-      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Quarry [\w%\- ]+ · [1-9]\d* files/.test(e.textContent || "")),
-      null,
-      { timeout: 30_000 },
-    );
+    await waitForStatus(page, /Quarry lexical-only · [1-9]\d* files/, 60_000);
     await shot("1-workbench");
 
-    // Quarry: Search Code.
-    await page.keyboard.press("F1");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 10_000 });
-    await page.keyboard.type("Quarry: Search Code");
-    await page.waitForSelector(".quick-input-list .monaco-list-row", { timeout: 10_000 });
-    await page.keyboard.press("Enter");
-    await page.waitForFunction(
-      () => (document.querySelector(".quick-input-widget input")?.getAttribute("placeholder") || "").includes("Search code"),
-      null,
-      { timeout: 10_000 },
-    );
-    await page.keyboard.type("GraphStore::insert");
-    // Labels carry zero-width spaces (they keep VS Code from re-sorting).
-    const spaced = (text) => new RegExp([...text].map((c) => c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\u200B?"));
+    await searchCode(page, "GraphStore::insert");
     const row = page.locator(".quick-input-list .monaco-list-row", { hasText: spaced("GraphStore::insert") });
     await row.first().waitFor({ timeout: 30_000 });
     await shot("2-search-results");
     await page.keyboard.press("Enter");
-    const tab = page.locator(".tabs-container .tab", { hasText: "graph_store.rs" });
-    await tab.first().waitFor({ timeout: 15_000 });
-    await page.waitForFunction(
-      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /Ln 55,/.test(e.textContent || "")),
-      null,
-      { timeout: 15_000 },
-    );
-    await shot("3-opened-at-line-55");
+    await page.locator(".tabs-container .tab", { hasText: "graph_store.rs" }).first().waitFor({ timeout: 15_000 });
+    // Line 55 holds `pub fn insert`; the doc comment above it is line 54.
+    await waitForStatus(page, /Ln 55, Col 12/, 15_000);
+    await shot("3-opened-at-the-name");
 
-    // Go to Symbol in Workspace (Ctrl+T), served by workspace/symbol.
+    // Go to Symbol in Workspace (Ctrl+T), served by workspace/symbol: the
+    // decorated class opens at `class RetryPolicy` (line 14), not at
+    // `@dataclass` (line 13).
     await page.keyboard.press("Control+T");
     await page.waitForSelector(".quick-input-widget input", { timeout: 10_000 });
     await page.keyboard.type("RetryPolicy");
@@ -148,35 +255,76 @@ async function main() {
     await symbol.first().waitFor({ timeout: 30_000 });
     await shot("4-workspace-symbols");
     await page.keyboard.press("Enter");
-    await page.waitForFunction(
-      () => !!document.querySelector(".tabs-container .tab.active") &&
-        !/graph_store\.rs/.test(document.querySelector(".tabs-container .tab.active").textContent || ""),
-      null,
-      { timeout: 15_000 },
+    await page.locator(".tabs-container .tab.active", { hasText: "retry_policy.py" }).first().waitFor({ timeout: 15_000 });
+    await waitForStatus(page, /Ln 14, Col 7/, 15_000);
+    await shot("5-symbol-opened-at-the-name");
+  });
+  console.log("e2e lexical: search opened graph_store.rs at 55:12 (the name); Ctrl+T opened RetryPolicy at 14:7");
+}
+
+async function hybridPass(model) {
+  await session("hybrid", { model }, async ({ page, shot, env, workspace }) => {
+    // Lexical first, then the coverage counts up to full hybrid.
+    await waitForStatus(page, /Quarry (hybrid( \d+%)?|lexical-only) · [1-9]\d* files/, 60_000);
+    await shot("1-status-while-embedding");
+    await waitForStatus(page, /Quarry hybrid · [1-9]\d* files/, 240_000);
+
+    // A concept query whose answer only the dense branch ranks first.
+    const concept = "probabilistic set membership";
+    await searchCode(page, concept);
+    const bloom = page.locator(".quick-input-list .monaco-list-row", { hasText: spaced("BloomFilter") });
+    await bloom.first().waitFor({ timeout: 30_000 });
+    const rows = await pickerRows(page);
+    if (!plain(rows[0][0]).endsWith("quarry::filters::BloomFilter")) {
+      throw new Error(`"${concept}": the top hit is ${JSON.stringify(rows[0])}, not BloomFilter`);
+    }
+    await shot("2-concept-query");
+    await page.keyboard.press("Enter");
+    await page.locator(".tabs-container .tab.active", { hasText: "bloom_filter.cpp" }).first().waitFor({ timeout: 15_000 });
+    await shot("3-concept-opened");
+    console.log(`e2e hybrid: "${concept}" -> ${plain(rows[0][0])} (${rows[0][1]}), opened at line ${await activeLine(page)}`);
+
+    // A one-word query: the picker keeps the server's order although later
+    // labels contain the typed word and earlier ones do not (VS Code's own
+    // sort would pull those up).
+    const word = "status";
+    const printed = JSON.parse(
+      await capture(quarryBin, ["search", "--json", "--root", workspace, "--limit", "10", word], env),
     );
-    await shot("5-symbol-opened");
-    console.log("e2e: search opened graph_store.rs at line 55 (the name); Ctrl+T found RetryPolicy");
-  } catch (error) {
-    if (browser) {
-      const page = browser.contexts()[0]?.pages()[0];
-      if (page) {
-        await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => {});
-        const items = await page
-          .$$eval(".statusbar-item", (els) => els.map((e) => e.textContent))
-          .catch(() => []);
-        console.error("status bar:", JSON.stringify(items));
+    if (printed.mode !== "hybrid") throw new Error(`quarry search ran ${printed.mode}: ${printed.reason}`);
+    const expected = printed.hits.map((h) => h.symbol);
+    const lower = expected.map((s) => s.toLowerCase().includes(word));
+    if (!lower.some((has, i) => has && lower.slice(0, i).some((h) => !h))) {
+      throw new Error(`"${word}" no longer tests the order: ${JSON.stringify(expected)}`);
+    }
+    await page.keyboard.press("Escape");
+    await searchCode(page, word);
+    await page
+      .locator(".quick-input-list .monaco-list-row", { hasText: spaced(expected[0]) })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    const shown = (await pickerRows(page)).map(([label]) => plain(label).trim());
+    const n = Math.min(shown.length, expected.length, 6);
+    for (let i = 0; i < n; i++) {
+      if (!shown[i].endsWith(expected[i])) {
+        throw new Error(`"${word}": row ${i + 1} is ${shown[i]}, the server's #${i + 1} is ${expected[i]}\n` +
+          `shown ${JSON.stringify(shown)}\nserver ${JSON.stringify(expected)}`);
       }
     }
-    process.exitCode = 1;
-    throw error;
-  } finally {
-    if (browser) await browser.close();
-    server.kill();
-    if (process.exitCode === undefined || process.exitCode === 0) {
-      fs.rmSync(work, { recursive: true, force: true });
-    } else {
-      console.error(`kept ${work} for inspection`);
-    }
+    await shot("4-one-word-query-in-server-order");
+    console.log(`e2e hybrid: "${word}" rows keep the server's order: ${shown.slice(0, n).join(", ")}`);
+  });
+}
+
+async function main() {
+  await lexicalPass();
+  const model = installedModel();
+  if (model) {
+    await hybridPass(model);
+  } else if (process.env.QUARRY_REQUIRE_MODEL === "1") {
+    throw new Error("QUARRY_REQUIRE_MODEL=1 but no model is installed: run scripts/fetch-model.sh");
+  } else {
+    console.log("e2e hybrid: skipped, no embedding model installed (scripts/fetch-model.sh installs it)");
   }
 }
 

@@ -1,7 +1,8 @@
 -- The telescope picker: a thin layer over telescope's documented API
 -- (pickers.new, finders.new_dynamic, previewers, actions). The logic it
--- calls (search_sync, format_hit, jump) lives in quarry/init.lua and is
--- what the tests cover; telescope is not in any registry CI can reach.
+-- calls (search_sync, format_hit, jump) lives in quarry/init.lua, covered by
+-- the headless test; tests/telescope.sh drives this picker under tmux when
+-- telescope.nvim and plenary.nvim are present (CI has no source for them).
 
 local M = {}
 
@@ -51,7 +52,11 @@ function M.picker(opts)
             local entry = action_state.get_selected_entry()
             actions.close(prompt_bufnr)
             if entry then
-              quarry.jump(entry.value, split)
+              -- After the prompt's insert mode has ended: leaving it moves
+              -- the cursor one column left, off the name.
+              vim.schedule(function()
+                quarry.jump(entry.value, split)
+              end)
             end
           end
         end

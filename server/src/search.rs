@@ -11,7 +11,7 @@
 //! Never: mutate the index, block on the writer, panic on any query text.
 
 use crate::chunk::ChunkKind;
-use crate::dense::DenseEngine;
+use crate::dense::{DenseEngine, DenseTier};
 use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
@@ -339,7 +339,8 @@ pub fn search_with(
     text: &mut dyn TextSource,
     dense: Option<&DenseEngine>,
 ) -> SearchResults {
-    let (embedded, total) = snapshot.coverage();
+    let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
+    let (embedded, total) = snapshot.coverage_of(tier);
     let mut results = SearchResults {
         mode: "lexical",
         reason: None,
@@ -577,8 +578,7 @@ fn dense_branch(
         return Err(format!("no embedding model: {reason}"));
     }
     let vectors = snapshot
-        .vectors
-        .as_ref()
+        .vectors_of(engine.tier())
         .filter(|v| Some(v.model_id()) == engine.model_id())
         .ok_or_else(|| "no vectors for this model yet: run `quarry index`".to_string())?;
     if vectors.is_empty() {

@@ -254,3 +254,52 @@ fn lexical_search_answers_while_embedding_runs() {
     assert_eq!(results.mode, "hybrid");
     assert_eq!(results.coverage.embedded, results.coverage.total);
 }
+
+/// A rebuilt cache hands out chunk ids from zero again: the vectors saved
+/// for the old ids must not be read as the new chunks' (they were, and the
+/// dense branch returned unrelated code until the vector file was deleted).
+#[test]
+fn a_rebuilt_cache_never_reuses_vectors_by_stale_chunk_ids() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    drop(indexed(&ws, &engine));
+    // A segment the current version can not read: the index is rebuilt.
+    let cache = ws.cache();
+    let mut corrupted = 0;
+    for entry in walk_files(&cache) {
+        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("seg-") {
+            std::fs::write(&entry, b"QSEG from another version").expect("corrupt");
+            corrupted += 1;
+        }
+    }
+    assert!(corrupted > 0, "no segment under {}", cache.display());
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("rebuild");
+    index.attach_dense(&engine).expect("attach");
+    assert_eq!(index.snapshot().coverage().0, 0, "stale vectors attached");
+    let again = embed_all(&index, &engine);
+    assert_eq!(again.computed, 0, "the machine-wide cache has every text");
+    let results = run(&index, &engine, "probabilistic set membership");
+    assert_eq!(
+        results.hits[0].path, "native/bloom_filter.cpp",
+        "{:?}",
+        results.hits
+    );
+}
+
+fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

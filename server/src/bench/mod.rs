@@ -696,7 +696,7 @@ fn quantization_recall(
         let dir = scratch.join(format!("quantization-{name}"));
         std::fs::create_dir_all(&dir)?;
         candidate
-            .save(&dir)
+            .save(&dir, u32::MAX)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         let bytes = std::fs::metadata(dir.join(crate::dense::vectors::VECTORS_FILE))
             .map_or(0, |m| m.len()) as f64;

@@ -421,6 +421,22 @@ impl Embedder {
         Ok(vectors)
     }
 
+    /// The tokenizer without truncation or padding (the static tier reads
+    /// whole texts and the vocabulary through it).
+    pub(crate) fn plain_tokenizer(&self) -> &Tokenizer {
+        &self.counter
+    }
+
+    /// Mean-pooled, L2-normalised vectors of token id sequences given as
+    /// they are (special tokens included by the caller), on the compute
+    /// pool: for distilling the static tier.
+    pub(crate) fn embed_ids(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, ModelError> {
+        let _in_flight = InFlight::enter(&self.batches_in_flight);
+        self.pool
+            .install(|| self.forward(ids))
+            .map_err(|e| ModelError::Embed(e.to_string()))
+    }
+
     /// The number of tokens of `text`, special tokens included, before
     /// truncation. Tokenizes the whole text; should tokenization ever fail,
     /// the char count plus two (an upper bound for WordPiece) is returned.

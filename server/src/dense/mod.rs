@@ -15,11 +15,13 @@
 mod bert;
 pub mod cache;
 pub mod embed;
+pub mod static_tier;
 pub mod vectors;
 
 use crate::index::segment::Segment;
 use cache::{cache_key, VectorCache};
 use embed::{Embedder, EmbedderOptions};
+use static_tier::StaticModel;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,6 +42,66 @@ pub struct DenseConfig {
     pub threads: Option<usize>,
     /// The machine-wide vector cache; `None` is the default location.
     pub cache_dir: Option<PathBuf>,
+    /// Which vectors: the transformer's, or the static tier distilled from
+    /// it (see `static_tier`).
+    pub tier: DenseTier,
+}
+
+/// The kind of vectors a `DenseEngine` makes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DenseTier {
+    /// The transformer itself: best vectors, tens of chunks per second.
+    #[default]
+    Transformer,
+    /// Token vectors distilled from the transformer: thousands of chunks
+    /// per second.
+    Static,
+}
+
+impl DenseTier {
+    pub fn parse(name: &str) -> Option<DenseTier> {
+        match name {
+            "transformer" => Some(DenseTier::Transformer),
+            "static" => Some(DenseTier::Static),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DenseTier::Transformer => "transformer",
+            DenseTier::Static => "static",
+        }
+    }
+}
+
+/// What turns texts into vectors.
+enum Model {
+    Transformer(Box<Embedder>),
+    Static(Box<StaticModel>),
+}
+
+impl Model {
+    fn model_id(&self) -> &str {
+        match self {
+            Model::Transformer(e) => e.model_id(),
+            Model::Static(s) => s.model_id(),
+        }
+    }
+
+    fn dim(&self) -> usize {
+        match self {
+            Model::Transformer(e) => e.dim(),
+            Model::Static(s) => s.dim(),
+        }
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, embed::ModelError> {
+        match self {
+            Model::Transformer(e) => e.embed(texts),
+            Model::Static(s) => texts.iter().map(|t| s.embed(t)).collect(),
+        }
+    }
 }
 
 impl Default for DenseConfig {
@@ -50,6 +112,7 @@ impl Default for DenseConfig {
             batch_size: 32,
             threads: None,
             cache_dir: None,
+            tier: DenseTier::Transformer,
         }
     }
 }
@@ -63,7 +126,7 @@ pub struct EmbedCounts {
 
 pub struct DenseEngine {
     config: DenseConfig,
-    embedder: Result<Embedder, String>,
+    embedder: Result<Model, String>,
     cache: Mutex<Option<VectorCache>>,
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
     /// Fault injection for tests and drills: makes every embedding fail.
@@ -83,8 +146,17 @@ impl DenseEngine {
         if let Some(threads) = config.threads {
             options.threads = threads.max(1);
         }
+        let tier = config.tier;
+        let cache_root = config.cache_dir.clone().unwrap_or_else(cache::default_dir);
         let embedder = embed::locate_model(explicit.as_deref())
-            .and_then(|dir| Embedder::load(&dir, options))
+            .and_then(|dir| {
+                let transformer = Embedder::load(&dir, options)?;
+                match tier {
+                    DenseTier::Transformer => Ok(Model::Transformer(Box::new(transformer))),
+                    DenseTier::Static => load_static(&cache_root, &dir, &transformer)
+                        .map(|s| Model::Static(Box::new(s))),
+                }
+            })
             .map_err(|e| e.to_string());
         DenseEngine {
             config,
@@ -111,16 +183,24 @@ impl DenseEngine {
         self.embedder.as_ref().err().map(String::as_str)
     }
 
+    /// The transformer, when this engine runs one.
     pub fn embedder(&self) -> Option<&Embedder> {
-        self.embedder.as_ref().ok()
+        match self.embedder.as_ref().ok()? {
+            Model::Transformer(e) => Some(e),
+            Model::Static(_) => None,
+        }
+    }
+
+    pub fn tier(&self) -> DenseTier {
+        self.config.tier
     }
 
     pub fn model_id(&self) -> Option<&str> {
-        self.embedder().map(Embedder::model_id)
+        self.embedder.as_ref().ok().map(Model::model_id)
     }
 
     pub fn dim(&self) -> usize {
-        self.embedder().map_or(0, Embedder::dim)
+        self.embedder.as_ref().map_or(0, Model::dim)
     }
 
     pub fn config(&self) -> &DenseConfig {
@@ -133,7 +213,7 @@ impl DenseEngine {
         self.fail.store(fail, Ordering::SeqCst);
     }
 
-    fn working_embedder(&self) -> Result<&Embedder, String> {
+    fn working_embedder(&self) -> Result<&Model, String> {
         let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
         if self.fail.load(Ordering::SeqCst) {
             return Err("embedding failed: injected failure".into());
@@ -189,7 +269,7 @@ impl DenseEngine {
 
     /// Opens the vector cache on first use. An unusable cache only costs
     /// speed.
-    fn open_cache(&self, guard: &mut Option<VectorCache>, embedder: &Embedder) {
+    fn open_cache(&self, guard: &mut Option<VectorCache>, embedder: &Model) {
         if guard.is_none() {
             let dir = self
                 .config
@@ -251,6 +331,39 @@ impl DenseEngine {
             counts,
         ))
     }
+}
+
+/// The static tier distilled from `transformer`, from its file under
+/// `cache_root`, or distilled now (once per model; progress on stderr) and
+/// saved. A tier that cannot be saved still serves this process.
+fn load_static(
+    cache_root: &std::path::Path,
+    model_dir: &std::path::Path,
+    transformer: &Embedder,
+) -> Result<StaticModel, embed::ModelError> {
+    let path = static_tier::file_for(cache_root, transformer.model_id());
+    let tokenizer = model_dir.join("tokenizer.json");
+    if let Some(model) = StaticModel::load(&path, transformer.model_id(), &tokenizer)? {
+        return Ok(model);
+    }
+    let started = std::time::Instant::now();
+    eprintln!(
+        "quarry: distilling the static embedding tier from {} (once per model)",
+        transformer.model_id()
+    );
+    let model = StaticModel::distill(transformer, &|_, _| {})?;
+    if let Err(e) = model.save(&path) {
+        eprintln!(
+            "quarry: cannot save the static tier to {}: {e}",
+            path.display()
+        );
+    }
+    eprintln!(
+        "quarry: static tier ready in {:.1} s ({})",
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    Ok(model)
 }
 
 /// The text a chunk is embedded as, and the text its cache key is computed

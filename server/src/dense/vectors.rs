@@ -18,8 +18,34 @@ use usearch::ffi::{IndexOptions, MetricKind, ScalarKind};
 
 pub const VECTORS_FILE: &str = "vectors.usearch";
 pub const VECTORS_META_FILE: &str = "vectors.meta";
+/// The static tier's index lives beside the transformer's (a workspace
+/// keeps both while the transformer's fill in).
+pub const STATIC_VECTORS_FILE: &str = "vectors-static.usearch";
+pub const STATIC_VECTORS_META_FILE: &str = "vectors-static.meta";
+
+/// Deletes every tier's saved vectors in `dir`: their chunk ids belong to
+/// an index that is being rebuilt.
+pub fn remove_files(dir: &Path) {
+    for name in [
+        VECTORS_FILE,
+        VECTORS_META_FILE,
+        STATIC_VECTORS_FILE,
+        STATIC_VECTORS_META_FILE,
+    ] {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
+}
+
+/// The index and sidecar file names for vectors of `model_id`.
+pub fn file_names(model_id: &str) -> (&'static str, &'static str) {
+    if crate::dense::static_tier::is_static_id(model_id) {
+        (STATIC_VECTORS_FILE, STATIC_VECTORS_META_FILE)
+    } else {
+        (VECTORS_FILE, VECTORS_META_FILE)
+    }
+}
 const META_MAGIC: &[u8; 4] = b"QVMT";
-const META_VERSION: u32 = 1;
+const META_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
@@ -277,9 +303,13 @@ impl VectorIndex {
             .collect())
     }
 
-    /// Writes the index and its sidecar atomically into `dir`.
-    pub fn save(&self, dir: &Path) -> Result<(), VectorError> {
-        let tmp = dir.join(format!("{VECTORS_FILE}.tmp-{}", std::process::id()));
+    /// Writes the index and its sidecar atomically into `dir`. `id_bound`
+    /// is above every chunk id the index holds (the manifest's next chunk
+    /// id): `open` refuses the file for a manifest that has not reached it,
+    /// whose ids name other chunks (a rebuilt or rolled-back cache).
+    pub fn save(&self, dir: &Path, id_bound: u32) -> Result<(), VectorError> {
+        let (file, meta_file) = file_names(&self.model_id);
+        let tmp = dir.join(format!("{file}.tmp-{}", std::process::id()));
         let tmp_str = tmp.to_string_lossy().into_owned();
         self.read().save(&tmp_str).map_err(usearch_err)?;
         let io = |path: &Path| {
@@ -289,42 +319,44 @@ impl VectorIndex {
         std::fs::File::open(&tmp)
             .and_then(|f| f.sync_all())
             .map_err(io(&tmp))?;
-        std::fs::rename(&tmp, dir.join(VECTORS_FILE)).map_err(io(&tmp))?;
+        std::fs::rename(&tmp, dir.join(file)).map_err(io(&tmp))?;
         let mut w = Writer::new();
         w.str(&self.model_id);
         w.u32(self.dim as u32);
         w.u64(self.len() as u64);
-        crate::index::store::write_atomic(
-            dir,
-            VECTORS_META_FILE,
-            &frame(META_MAGIC, META_VERSION, &w.buf),
-        )
-        .map_err(io(&dir.join(VECTORS_META_FILE)))
+        w.u32(id_bound);
+        crate::index::store::write_atomic(dir, meta_file, &frame(META_MAGIC, META_VERSION, &w.buf))
+            .map_err(io(&dir.join(meta_file)))
     }
 
     /// Opens the saved index in `dir` if it was built by `model_id` with
-    /// `dim` dimensions; `Ok(None)` when there is none or it does not match.
+    /// `dim` dimensions for chunk ids below `id_bound` (the manifest's next
+    /// chunk id); `Ok(None)` when there is none or it does not match.
     /// `writable` copies it into memory; otherwise it is memory-mapped.
     pub fn open(
         dir: &Path,
         model_id: &str,
         dim: usize,
         writable: bool,
+        id_bound: u32,
     ) -> Result<Option<VectorIndex>, VectorError> {
-        let Ok(meta) = std::fs::read(dir.join(VECTORS_META_FILE)) else {
+        let (file, meta_file) = file_names(model_id);
+        let Ok(meta) = std::fs::read(dir.join(meta_file)) else {
             return Ok(None);
         };
         let Ok(payload) = unframe(&meta, META_MAGIC, "vector sidecar", META_VERSION) else {
             return Ok(None);
         };
         let mut r = Reader::new(payload);
-        let (Ok(saved_model), Ok(saved_dim)) = (r.str(), r.u32()) else {
+        let (Ok(saved_model), Ok(saved_dim), Ok(_), Ok(saved_bound)) =
+            (r.str(), r.u32(), r.u64(), r.u32())
+        else {
             return Ok(None);
         };
-        if saved_model != model_id || saved_dim as usize != dim {
+        if saved_model != model_id || saved_dim as usize != dim || saved_bound > id_bound {
             return Ok(None);
         }
-        let path = dir.join(VECTORS_FILE);
+        let path = dir.join(file);
         let path_str = path.to_string_lossy().into_owned();
         // The header must agree before usearch reads the body.
         match usearch::Index::metadata(&path_str) {
@@ -388,18 +420,23 @@ mod tests {
         assert_eq!(index.search(&c, 1, &|id| id != 3).unwrap()[0].0, 2);
         index.remove(&[3]);
         assert_eq!(index.len(), 2);
-        index.save(dir.path()).expect("save");
+        index.save(dir.path(), 4).expect("save");
 
-        let viewed = VectorIndex::open(dir.path(), "m", 4, false)
+        let viewed = VectorIndex::open(dir.path(), "m", 4, false, 4)
             .expect("open")
             .expect("some");
         assert_eq!(viewed.len(), 2);
         assert_eq!(viewed.search(&a, 1, &|_| true).unwrap()[0].0, 1);
-        assert!(VectorIndex::open(dir.path(), "other-model", 4, false)
+        assert!(VectorIndex::open(dir.path(), "other-model", 4, false, 4)
+            .expect("open")
+            .is_none());
+        // A manifest that never reached these ids (a rebuilt cache) names
+        // other chunks by them: the vectors are not used.
+        assert!(VectorIndex::open(dir.path(), "m", 4, false, 3)
             .expect("open")
             .is_none());
         std::fs::write(dir.path().join(VECTORS_FILE), b"torn").expect("corrupt");
-        assert!(VectorIndex::open(dir.path(), "m", 4, true)
+        assert!(VectorIndex::open(dir.path(), "m", 4, true, 4)
             .expect("open")
             .is_none());
     }

@@ -17,6 +17,7 @@ pub mod store;
 use crate::chunk::{chunk_file, Chunk, Language};
 use crate::confine::{self, Refusal};
 use crate::dense::vectors::VectorIndex;
+use crate::dense::DenseTier;
 use crate::dense::{chunk_text, DenseEngine};
 use crate::lexical::{Bm25Config, CorpusStats};
 use crate::walk::{self, WalkEntry};
@@ -153,18 +154,34 @@ pub struct Snapshot {
     pub stats: CorpusStats,
     pub summary: Summary,
     pub bm25: Bm25Config,
-    /// The workspace's vectors, shared by every snapshot: adds and removes
-    /// land in place, so results are filtered by this snapshot's liveness.
+    /// The workspace's transformer vectors, shared by every snapshot: adds
+    /// and removes land in place, so results are filtered by this
+    /// snapshot's liveness.
     pub vectors: Option<Arc<VectorIndex>>,
+    /// The static tier's vectors (see `dense::static_tier`), the same way.
+    pub static_vectors: Option<Arc<VectorIndex>>,
 }
 
 impl Snapshot {
     /// Embedded chunks and live chunks. The first can lag or lead by a few
     /// while an update races the embedder.
     pub fn coverage(&self) -> (u64, u64) {
+        self.coverage_of(DenseTier::Transformer)
+    }
+
+    /// `coverage` for one tier's vectors.
+    pub fn coverage_of(&self, tier: DenseTier) -> (u64, u64) {
         let total = self.summary.chunks;
-        let embedded = self.vectors.as_ref().map_or(0, |v| v.len() as u64);
+        let embedded = self.vectors_of(tier).map_or(0, |v| v.len() as u64);
         (embedded.min(total), total)
+    }
+
+    /// One tier's vectors.
+    pub fn vectors_of(&self, tier: DenseTier) -> Option<&Arc<VectorIndex>> {
+        match tier {
+            DenseTier::Transformer => self.vectors.as_ref(),
+            DenseTier::Static => self.static_vectors.as_ref(),
+        }
     }
 
     pub fn is_live(&self, chunk_id: u32) -> bool {
@@ -229,6 +246,7 @@ pub struct Index {
     writer: Mutex<WriterState>,
     current: ArcSwap<Snapshot>,
     vectors: ArcSwapOption<VectorIndex>,
+    static_vectors: ArcSwapOption<VectorIndex>,
     notes: Mutex<Vec<String>>,
     /// `embed_pending` leaves saving the vector index to `save_vectors`.
     defer_vector_saves: std::sync::atomic::AtomicBool,
@@ -288,16 +306,24 @@ impl Index {
         let mut notes = Vec::new();
         let root_str = root.to_string_lossy().into_owned();
         let state = match load(&cache_dir, &root_str, lock.is_some()) {
-            Ok(Some(state)) => state,
-            Ok(None) => empty_state(&root_str),
+            Ok(Some(state)) => Some(state),
+            Ok(None) => None,
             Err(reason) => {
                 notes.push(format!(
                     "cache at {} is unusable ({reason}); rebuilding the index",
                     cache_dir.display()
                 ));
-                empty_state(&root_str)
+                None
             }
         };
+        let state = state.unwrap_or_else(|| {
+            // A new index hands out chunk ids from zero: vectors saved
+            // under the old ids would name other chunks.
+            if lock.is_some() {
+                crate::dense::vectors::remove_files(&cache_dir);
+            }
+            empty_state(&root_str)
+        });
         if lock.is_some() {
             store::collect_garbage(&cache_dir, &state.manifest, Segment::file_name);
         } else {
@@ -315,6 +341,7 @@ impl Index {
             writer: Mutex::new(state),
             current: ArcSwap::from_pointee(snapshot),
             vectors: ArcSwapOption::empty(),
+            static_vectors: ArcSwapOption::empty(),
             notes: Mutex::new(notes),
             defer_vector_saves: std::sync::atomic::AtomicBool::new(false),
             vectors_dirty: std::sync::atomic::AtomicBool::new(false),
@@ -593,8 +620,10 @@ impl Index {
             }
         }
         stats.chunks_removed = killed.len() as u64;
-        if let Some(vectors) = self.vectors.load_full() {
-            vectors.remove(&killed);
+        for slot in [&self.vectors, &self.static_vectors] {
+            if let Some(vectors) = slot.load_full() {
+                vectors.remove(&killed);
+            }
         }
         if let Some(merged) = self.merge_if_needed(state, &mut manifest, stats)? {
             state.segments.retain(|s| !merged.replaced.contains(&s.id));
@@ -613,13 +642,28 @@ impl Index {
     }
 
     fn publish(&self, state: &WriterState) {
-        let vectors = self.vectors.load_full();
-        self.current.store(Arc::new(make_snapshot(
+        let mut snapshot = make_snapshot(
             &self.root,
             state,
             &self.config.bm25,
-            vectors,
-        )));
+            self.vectors.load_full(),
+        );
+        snapshot.static_vectors = self.static_vectors.load_full();
+        self.current.store(Arc::new(snapshot));
+    }
+
+    /// Above every chunk id the committed manifest has handed out.
+    fn id_bound(&self) -> u32 {
+        let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        state.manifest.next_chunk_id
+    }
+
+    /// Where one tier's vectors are kept.
+    fn slot(&self, tier: DenseTier) -> &ArcSwapOption<VectorIndex> {
+        match tier {
+            DenseTier::Transformer => &self.vectors,
+            DenseTier::Static => &self.static_vectors,
+        }
     }
 
     /// Opens the vector index for `engine`'s model (or starts an empty one)
@@ -628,8 +672,8 @@ impl Index {
         let Some(model_id) = engine.model_id() else {
             return Ok(());
         };
-        if self
-            .vectors
+        let slot = self.slot(engine.tier());
+        if slot
             .load()
             .as_ref()
             .is_some_and(|v| v.model_id() == model_id)
@@ -637,13 +681,14 @@ impl Index {
             return Ok(());
         }
         let dim = engine.dim();
-        let opened = VectorIndex::open(&self.cache_dir, model_id, dim, self.is_writer())
+        let id_bound = self.id_bound();
+        let opened = VectorIndex::open(&self.cache_dir, model_id, dim, self.is_writer(), id_bound)
             .map_err(|e| vector_err(&self.cache_dir, e))?;
         let vectors = match opened {
             Some(vectors) => vectors,
             None => VectorIndex::new(model_id, dim).map_err(|e| vector_err(&self.cache_dir, e))?,
         };
-        self.vectors.store(Some(Arc::new(vectors)));
+        slot.store(Some(Arc::new(vectors)));
         let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         self.publish(&state);
         Ok(())
@@ -732,7 +777,7 @@ impl Index {
         let started = Instant::now();
         let mut stats = EmbedStats::default();
         self.attach_dense(engine)?;
-        let Some(vectors) = self.vectors.load_full() else {
+        let Some(vectors) = self.slot(engine.tier()).load_full() else {
             stats.error = engine.unavailable_reason().map(str::to_string);
             return Ok(stats);
         };
@@ -901,10 +946,12 @@ impl Index {
         if !self.vectors_dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        if let Some(vectors) = self.vectors.load_full() {
-            if let Err(e) = vectors.save(&self.cache_dir) {
-                self.vectors_dirty.store(true, Ordering::Release);
-                return Err(vector_err(&self.cache_dir, e));
+        for slot in [&self.vectors, &self.static_vectors] {
+            if let Some(vectors) = slot.load_full() {
+                if let Err(e) = vectors.save(&self.cache_dir, self.id_bound()) {
+                    self.vectors_dirty.store(true, Ordering::Release);
+                    return Err(vector_err(&self.cache_dir, e));
+                }
             }
         }
         Ok(())
@@ -1304,5 +1351,6 @@ fn make_snapshot(
         summary,
         bm25: bm25.clone(),
         vectors,
+        static_vectors: None,
     }
 }

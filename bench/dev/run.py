@@ -57,6 +57,8 @@ Quarry: `quarry index ROOT --cache-dir target/dev-set/cache/<repo>-lexical
 wall time of each process is what "p50" reports). quarry-hybrid uses
 target/dev-set/cache/<repo> and no --lexical; `quarry index` embeds every
 chunk first; repos with more than --hybrid-max-chunks chunks are skipped.
+quarry-static is quarry-hybrid with `--dense static` (the static tier
+distilled from the same model; cache target/dev-set/cache/<repo>-static).
 --quarry-args go to every `quarry search`; --quarry-index-args go to `quarry
 index` AND `quarry search` (both refresh the index) and give the cache dir a
 -<label> suffix so ablated indexes do not clobber the default ones.
@@ -84,7 +86,7 @@ DEV = PROJECT / "target" / "dev-set"
 SEMBLE_PYTHON = PROJECT / "target" / "semble-venv" / "bin" / "python"
 TOP_K = 10
 WORKER_VERSION = "1"  # bump when semble_worker changes what it returns
-ALL_SYSTEMS = ("semble", "quarry-lexical", "quarry-hybrid")
+ALL_SYSTEMS = ("semble", "quarry-lexical", "quarry-hybrid", "quarry-static")
 
 
 # --------------------------------------------------------------------------- tasks and scoring
@@ -299,9 +301,10 @@ def quarry(bin_: Path, args: list[str]) -> tuple[subprocess.CompletedProcess, fl
 
 def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path, opts: argparse.Namespace) -> dict:
     lexical = system == "quarry-lexical"
-    name = repo["name"] + ("-lexical" if lexical else "")
-    index_args = shlex.split(opts.quarry_index_args or "")
-    if index_args:
+    static = system == "quarry-static"
+    name = repo["name"] + ("-lexical" if lexical else "-static" if static else "")
+    index_args = shlex.split(opts.quarry_index_args or "") + (["--dense", "static"] if static else [])
+    if opts.quarry_index_args:
         name += f"-{opts.label or 'ablation'}"
     cache = DEV / "cache" / name
     common = ["--cache-dir", str(cache), *index_args] + (["--lexical"] if lexical else [])
@@ -317,7 +320,7 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     if not chunks:
         raise SystemExit(f"quarry index {root} produced an empty index: {proc.stdout[-2000:]} {proc.stderr[-2000:]}")
     if not lexical:
-        if chunks is not None and chunks > opts.hybrid_max_chunks:
+        if not static and chunks is not None and chunks > opts.hybrid_max_chunks:
             return {**info, "skipped": f"{chunks} chunks > --hybrid-max-chunks {opts.hybrid_max_chunks}"}
         proc, embed_ms = quarry(opts.quarry_bin, ["index", str(root), *common, "--json"])
         if proc.returncode != 0:
@@ -383,8 +386,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Quarry vs semble on the dev set (NDCG@10, semble's scoring).")
     parser.add_argument("--repos", help="comma-separated subset of bench/dev/repos.tsv")
     parser.add_argument("--systems", default=None,
-                        help="comma-separated from semble,quarry-lexical,quarry-hybrid "
-                             "(default: all three; quarry-hybrid only if a model is installed)")
+                        help="comma-separated from semble,quarry-lexical,quarry-hybrid,quarry-static "
+                             "(default: all four; the last two only if a model is installed). "
+                             "quarry-static: the dense branch on the static tier (--dense static)")
     parser.add_argument("--label", default="", help="name of this run (output file, system column suffix)")
     parser.add_argument("--quarry-args", default="", help='extra args for every `quarry search`, e.g. "--rank file=0"')
     parser.add_argument("--quarry-index-args", default="", help="extra args for `quarry index` and `search`")
@@ -400,10 +404,12 @@ def main() -> None:
         systems = [s.strip() for s in opts.systems.split(",") if s.strip()]
         if bad := [s for s in systems if s not in ALL_SYSTEMS]:
             raise SystemExit(f"unknown systems {bad}; choose from {ALL_SYSTEMS}")
-        if "quarry-hybrid" in systems and not model_available(extra_all):
-            raise SystemExit("quarry-hybrid needs the model: run scripts/fetch-model.sh")
+        if {"quarry-hybrid", "quarry-static"} & set(systems) and not model_available(extra_all):
+            raise SystemExit("quarry-hybrid and quarry-static need the model: run scripts/fetch-model.sh")
     else:
-        systems = ["semble", "quarry-lexical"] + (["quarry-hybrid"] if model_available(extra_all) else [])
+        systems = ["semble", "quarry-lexical"] + (
+            ["quarry-hybrid", "quarry-static"] if model_available(extra_all) else []
+        )
         if "quarry-hybrid" not in systems:
             print("note: no embedding model installed (scripts/fetch-model.sh): skipping quarry-hybrid", file=sys.stderr)
     if any(s.startswith("quarry") for s in systems) and not opts.quarry_bin.exists():

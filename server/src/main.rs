@@ -403,10 +403,15 @@ fn run(cli: Cli) -> Result<()> {
             let index = open(root, &common)?;
             let stats = refresh(&index, true)?;
             let engine = dense_engine(&common, true);
+            // The static tier an editor starts with: distilled here, once
+            // per model, rather than in the editor's first session.
+            if let Err(e) = engine.prepare_static() {
+                eprintln!("quarry: no static tier: {e}");
+            }
             let embedded = embed(&index, &engine, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();
-            let (n_embedded, n_total) = snapshot.coverage();
+            let (n_embedded, n_total) = snapshot.coverage_of(engine.tier());
             if json {
                 let value = serde_json::json!({
                     "update": stats,

@@ -97,7 +97,8 @@ impl Default for SearchOptions {
 impl SearchOptions {
     /// Sets one ranking knob by name (`quarry search --rank KEY=VALUE`, used
     /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`,
-    /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`, `cap`,
+    /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`,
+    /// `fuse.static` (dense weight factor for the static tier), `cap`,
     /// `saturation`, `exact` (0/1),
     /// `definition`, `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
@@ -118,6 +119,7 @@ impl SearchOptions {
             "fuse.dense" => self.fuse.weights[1] = number,
             "fuse.symbol" => self.fuse.weights[2] = number,
             "fuse.dense_alone" => self.fuse.dense_alone = number,
+            "fuse.static" => self.fuse.static_dense = number,
             "cap" => self.per_file_cap = number.max(0.0) as usize,
             "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
             "exact" => self.exact_priority = flag,
@@ -400,6 +402,9 @@ pub fn search_with(
         (Branch::Symbol, symbol_ids.as_slice()),
     ];
     let mut fuse_config = options.fuse.clone();
+    if tier == DenseTier::Static {
+        fuse_config.weights[1] *= fuse_config.static_dense;
+    }
     if looks_like_code(query_text) {
         let w = options.signals.symbol_query_weight;
         fuse_config.weights[0] *= w;

@@ -303,3 +303,50 @@ fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The static tier, distilled from the installed model, gives every chunk
+/// a vector in one fast pass, and its dense branch finds code by meaning.
+#[test]
+fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let fast = engine.static_from().expect("a static tier");
+    assert_eq!(fast.unavailable_reason(), None);
+    assert_eq!(fast.tier(), quarry::dense::DenseTier::Static);
+    assert_ne!(fast.model_id(), engine.model_id());
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let started = std::time::Instant::now();
+    let stats = embed_all(&index, &fast);
+    let elapsed = started.elapsed();
+    let snapshot = index.snapshot();
+    let (covered, total) = snapshot.coverage_of(quarry::dense::DenseTier::Static);
+    assert_eq!((covered, stats.computed), (total, total), "{stats:?}");
+    // The transformer's coverage is its own: nothing yet.
+    assert_eq!(snapshot.coverage().0, 0);
+    eprintln!("static tier: {total} chunks in {elapsed:?}");
+    let results = run(&index, &fast, "probabilistic set membership");
+    assert_eq!(results.mode, "hybrid", "{:?}", results.reason);
+    let bloom = results
+        .hits
+        .iter()
+        .find(|h| h.path == "native/bloom_filter.cpp")
+        .unwrap_or_else(|| panic!("{:?}", results.hits));
+    assert!(bloom.sources.contains(&"dense"), "{bloom:?}");
+    // Both tiers' vectors persist side by side.
+    index.save_vectors().expect("save");
+    embed_all(&index, &engine);
+    drop(index);
+    let index = ws.open();
+    index.attach_dense(&fast).expect("attach static");
+    index.attach_dense(&engine).expect("attach transformer");
+    let snapshot = index.snapshot();
+    assert_eq!(
+        snapshot.coverage_of(quarry::dense::DenseTier::Static).0,
+        total
+    );
+    assert_eq!(snapshot.coverage().0, total);
+}

@@ -107,15 +107,31 @@ fn edits_and_saves_are_searchable_while_a_cold_embedding_runs() {
         "the embedding finished before the edits were checked: {status}"
     );
     assert_eq!(status["mode"], "partial", "{status}");
+    // The static tier covered every chunk within seconds, the edits
+    // included: search is hybrid on its vectors meanwhile.
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap()
+            .contains("static vectors cover every chunk"),
+        "{status}"
+    );
+    assert_eq!(
+        folder(&status)["staticEmbedded"],
+        folder(&status)["chunks"],
+        "{status}"
+    );
     let found = client.result(
         "quarry/search",
         json!({"query": "retry the socket", "limit": 5}),
     );
-    assert_eq!(found["mode"], "partial", "{found}");
-    assert!(found["reason"]
-        .as_str()
-        .unwrap()
-        .contains("embedding in progress"));
+    // `hybrid` (not `partial`): the dense branch ran on vectors that cover
+    // every chunk, which only the static tier's do at this point.
+    assert_eq!(found["mode"], "hybrid", "{found}");
+    assert_eq!(
+        found["coverage"]["embedded"], found["coverage"]["total"],
+        "{found}"
+    );
     eprintln!("searchable during a cold embedding: edit {edit:?}, save {save:?}");
     // Generous bounds for a loaded CI machine (the target is 200 ms; the
     // update loop used to wait for the whole embedding, minutes here).

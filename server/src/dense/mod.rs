@@ -99,7 +99,10 @@ impl Model {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, embed::ModelError> {
         match self {
             Model::Transformer(e) => e.embed(texts),
-            Model::Static(s) => texts.iter().map(|t| s.embed(t)).collect(),
+            Model::Static(s) => {
+                use rayon::prelude::*;
+                texts.par_iter().map(|t| s.embed(t)).collect()
+            }
         }
     }
 }
@@ -127,6 +130,8 @@ pub struct EmbedCounts {
 pub struct DenseEngine {
     config: DenseConfig,
     embedder: Result<Model, String>,
+    /// Where the model was found.
+    model_dir: Option<PathBuf>,
     cache: Mutex<Option<VectorCache>>,
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
     /// Fault injection for tests and drills: makes every embedding fail.
@@ -148,9 +153,11 @@ impl DenseEngine {
         }
         let tier = config.tier;
         let cache_root = config.cache_dir.clone().unwrap_or_else(cache::default_dir);
+        let mut model_dir = None;
         let embedder = embed::locate_model(explicit.as_deref())
             .and_then(|dir| {
                 let transformer = Embedder::load(&dir, options)?;
+                model_dir = Some(dir.clone());
                 match tier {
                     DenseTier::Transformer => Ok(Model::Transformer(Box::new(transformer))),
                     DenseTier::Static => load_static(&cache_root, &dir, &transformer)
@@ -161,10 +168,63 @@ impl DenseEngine {
         DenseEngine {
             config,
             embedder,
+            model_dir,
             cache: Mutex::new(None),
             recent_queries: Mutex::new(VecDeque::new()),
             fail: AtomicBool::new(false),
         }
+    }
+
+    /// Makes sure the static tier of this transformer engine's model is
+    /// on disk, distilling it if not (once per model: `quarry index` does
+    /// it at set-up, so an editor's first session does not wait for it).
+    pub fn prepare_static(&self) -> Result<(), String> {
+        let (Ok(Model::Transformer(transformer)), Some(dir)) = (&self.embedder, &self.model_dir)
+        else {
+            return Ok(());
+        };
+        let cache_root = self
+            .config
+            .cache_dir
+            .clone()
+            .unwrap_or_else(cache::default_dir);
+        let id = transformer.model_id();
+        if static_tier::file_for(dir, id).is_file() {
+            return Ok(());
+        }
+        load_static(&cache_root, dir, transformer)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The static tier of this transformer engine's model (distilled on
+    /// first use, about half a minute on two cores, then read from its
+    /// file), sharing its vector cache. `None` for an engine without a
+    /// working transformer.
+    pub fn static_from(&self) -> Option<DenseEngine> {
+        let Ok(Model::Transformer(transformer)) = &self.embedder else {
+            return None;
+        };
+        let dir = self.model_dir.as_ref()?;
+        let cache_root = self
+            .config
+            .cache_dir
+            .clone()
+            .unwrap_or_else(cache::default_dir);
+        let embedder = load_static(&cache_root, dir, transformer)
+            .map(|s| Model::Static(Box::new(s)))
+            .map_err(|e| e.to_string());
+        Some(DenseEngine {
+            config: DenseConfig {
+                tier: DenseTier::Static,
+                ..self.config.clone()
+            },
+            embedder,
+            model_dir: self.model_dir.clone(),
+            cache: Mutex::new(None),
+            recent_queries: Mutex::new(VecDeque::new()),
+            fail: AtomicBool::new(false),
+        })
     }
 
     /// A disabled engine (`--no-dense`).
@@ -172,6 +232,7 @@ impl DenseEngine {
         DenseEngine {
             config: DenseConfig::default(),
             embedder: Err(reason.to_string()),
+            model_dir: None,
             cache: Mutex::new(None),
             recent_queries: Mutex::new(VecDeque::new()),
             fail: AtomicBool::new(false),
@@ -333,35 +394,54 @@ impl DenseEngine {
     }
 }
 
-/// The static tier distilled from `transformer`, from its file under
-/// `cache_root`, or distilled now (once per model; progress on stderr) and
-/// saved. A tier that cannot be saved still serves this process.
+/// Serialises distillation in this process: concurrent engines wait for
+/// the first one's file instead of distilling again.
+static DISTILLING: Mutex<()> = Mutex::new(());
+
+/// The static tier distilled from `transformer`: from its file beside the
+/// model (`<model dir>/static/`), else under `cache_root`, else
+/// distilled now (once per model; progress on stderr) and saved beside the
+/// model, or under `cache_root` when the model's folder is read-only. A
+/// tier that cannot be saved still serves this process.
 fn load_static(
     cache_root: &std::path::Path,
     model_dir: &std::path::Path,
     transformer: &Embedder,
 ) -> Result<StaticModel, embed::ModelError> {
-    let path = static_tier::file_for(cache_root, transformer.model_id());
-    let tokenizer = model_dir.join("tokenizer.json");
-    if let Some(model) = StaticModel::load(&path, transformer.model_id(), &tokenizer)? {
-        return Ok(model);
+    let id = transformer.model_id();
+    let places = [
+        static_tier::file_for(model_dir, id),
+        static_tier::file_for(cache_root, id),
+    ];
+    let tokenizer = || transformer.plain_tokenizer().clone();
+    let _one = DISTILLING.lock().unwrap_or_else(|e| e.into_inner());
+    for (i, path) in places.iter().enumerate() {
+        if let Some(model) = StaticModel::load(path, id, tokenizer()) {
+            if i > 0 {
+                // Beside the model, every process finds it (whatever its
+                // cache directory); a read-only model folder keeps it here.
+                let _ = model.save(&places[0]);
+            }
+            return Ok(model);
+        }
     }
     let started = std::time::Instant::now();
-    eprintln!(
-        "quarry: distilling the static embedding tier from {} (once per model)",
-        transformer.model_id()
-    );
+    eprintln!("quarry: distilling the static embedding tier from {id} (once per model)");
     let model = StaticModel::distill(transformer, &|_, _| {})?;
-    if let Err(e) = model.save(&path) {
-        eprintln!(
-            "quarry: cannot save the static tier to {}: {e}",
-            path.display()
-        );
-    }
+    let saved = places.iter().find_map(|path| match model.save(path) {
+        Ok(()) => Some(path.display().to_string()),
+        Err(e) => {
+            eprintln!(
+                "quarry: cannot save the static tier to {}: {e}",
+                path.display()
+            );
+            None
+        }
+    });
     eprintln!(
         "quarry: static tier ready in {:.1} s ({})",
         started.elapsed().as_secs_f64(),
-        path.display()
+        saved.as_deref().unwrap_or("not saved")
     );
     Ok(model)
 }

@@ -175,57 +175,30 @@ impl StaticModel {
     }
 
     /// Reads a tier saved by `save` for `transformer_id`, with the model's
-    /// `tokenizer.json`. `Ok(None)` when there is none or it belongs to
-    /// another model or recipe (it is distilled again then).
-    pub fn load(
-        path: &Path,
-        transformer_id: &str,
-        tokenizer_json: &Path,
-    ) -> Result<Option<StaticModel>, ModelError> {
-        let Ok(bytes) = std::fs::read(path) else {
-            return Ok(None);
-        };
-        let Ok(payload) = unframe(&bytes, MAGIC, "static tier", VERSION) else {
-            return Ok(None);
-        };
+    /// tokenizer (no truncation, no padding). `None` when there is none or
+    /// it belongs to another model or recipe (it is distilled again then).
+    pub fn load(path: &Path, transformer_id: &str, tokenizer: Tokenizer) -> Option<StaticModel> {
+        let bytes = std::fs::read(path).ok()?;
+        let payload = unframe(&bytes, MAGIC, "static tier", VERSION).ok()?;
         let mut r = Reader::new(payload);
-        let (Ok(model_id), Ok(dim), Ok(len)) = (r.str(), r.u32(), r.u64()) else {
-            return Ok(None);
-        };
-        let dim = dim as usize;
+        let (model_id, dim, len) = (r.str().ok()?, r.u32().ok()? as usize, r.u64().ok()?);
         if model_id != static_model_id(transformer_id)
             || dim == 0
             || !(len as usize).is_multiple_of(dim)
         {
-            return Ok(None);
+            return None;
         }
-        let Some(body) = payload.get(payload.len().saturating_sub(len as usize * 4)..) else {
-            return Ok(None);
-        };
-        if body.len() != len as usize * 4 {
-            return Ok(None);
-        }
+        let body = payload.get(payload.len().checked_sub(len as usize * 4)?..)?;
         let vectors = body
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        let mut tokenizer = Tokenizer::from_file(tokenizer_json).map_err(|e| ModelError::Load {
-            path: tokenizer_json.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(None)
-            .map_err(|e| ModelError::Load {
-                path: tokenizer_json.to_path_buf(),
-                reason: e.to_string(),
-            })?;
-        Ok(Some(StaticModel {
+        Some(StaticModel {
             model_id: model_id.to_string(),
             dim,
             vectors,
             tokenizer,
-        }))
+        })
     }
 }
 

@@ -742,6 +742,29 @@ impl Index {
         )
     }
 
+    /// Embeds the live chunks of `paths` that lack a vector, running the
+    /// model: for an engine fast enough to run inside an update (the
+    /// static tier), so edited code is semantically searchable at once.
+    pub fn embed_paths(
+        &self,
+        engine: &DenseEngine,
+        paths: &[String],
+    ) -> Result<EmbedStats, IndexError> {
+        if paths.is_empty() {
+            return Ok(EmbedStats::default());
+        }
+        self.embed_work(
+            engine,
+            EmbedWork {
+                priority: paths,
+                only_priority: true,
+                limit: None,
+                cached_only: false,
+            },
+            &|_| {},
+        )
+    }
+
     /// The text of `path` as indexed: the editor's buffer for a buffer row
     /// (if its hash still matches), else the file if it has not changed
     /// since (same modification time).

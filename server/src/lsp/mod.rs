@@ -19,7 +19,7 @@ pub mod overlay;
 pub mod settings;
 
 use crate::chunk::{detect_language, ChunkKind};
-use crate::dense::{DenseConfig, DenseEngine};
+use crate::dense::{DenseConfig, DenseEngine, DenseTier};
 use crate::filter::Filter;
 use crate::index::{Index, IndexConfig};
 use crate::rank::FuseConfig;
@@ -165,6 +165,8 @@ struct State {
     folders: RwLock<Vec<Arc<Folder>>>,
     overlay: Overlay,
     engine: RwLock<Option<Arc<DenseEngine>>>,
+    /// The static tier of `engine`'s model, when the setting asks for it.
+    static_engine: RwLock<Option<Arc<DenseEngine>>>,
     pending: Mutex<Pending>,
     wake: Notify,
     /// Wakes the embedding lane.
@@ -192,6 +194,7 @@ impl Backend {
                 folders: RwLock::new(Vec::new()),
                 overlay: Overlay::default(),
                 engine: RwLock::new(None),
+                static_engine: RwLock::new(None),
                 pending: Mutex::new(Pending::default()),
                 wake: Notify::new(),
                 embed_wake: Notify::new(),
@@ -224,6 +227,30 @@ impl State {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    fn static_engine(&self) -> Option<Arc<DenseEngine>> {
+        self.static_engine
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .filter(|e| e.unavailable_reason().is_none())
+    }
+
+    /// The engine a search of `snapshot` uses: the transformer once it
+    /// covers every chunk, the static tier while it covers more.
+    fn search_engine(&self, snapshot: &crate::index::Snapshot) -> Option<Arc<DenseEngine>> {
+        let transformer = self.engine();
+        let Some(fast) = self.static_engine() else {
+            return transformer;
+        };
+        let (embedded, total) = snapshot.coverage();
+        let (fast_embedded, _) = snapshot.coverage_of(DenseTier::Static);
+        if embedded >= total || fast_embedded <= embedded {
+            transformer
+        } else {
+            Some(fast)
+        }
     }
 
     /// The folder holding `path` (the innermost, for nested roots).
@@ -515,6 +542,18 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     if priority.is_empty() {
         return;
     }
+    // Edited chunks get static vectors at once (milliseconds).
+    if let Some(fast) = state.static_engine() {
+        let job_index = index.clone();
+        let job_priority = priority.clone();
+        let done =
+            tokio::task::spawn_blocking(move || job_index.embed_paths(&fast, &job_priority)).await;
+        if let Ok(Err(e)) = done {
+            state
+                .log(MessageType::ERROR, format!("static vectors: {e}"))
+                .await
+        }
+    }
     // Chunks whose text did not change get their vectors back from the
     // cache at once; the lane computes the rest in the background.
     if let Some(engine) = state.engine().filter(|e| e.unavailable_reason().is_none()) {
@@ -612,12 +651,39 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
         }
     }
     *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
+    if settings.static_tier && loaded.unavailable_reason().is_none() {
+        let transformer = loaded.clone();
+        let fast = tokio::task::spawn_blocking(move || transformer.static_from().map(Arc::new))
+            .await
+            .ok()
+            .flatten();
+        match fast.as_ref().and_then(|f| f.unavailable_reason()) {
+            Some(reason) => {
+                state
+                    .log(MessageType::WARNING, format!("no static tier: {reason}"))
+                    .await
+            }
+            None => {
+                if let Some(id) = fast.as_ref().and_then(|f| f.model_id()) {
+                    state
+                        .log(MessageType::INFO, format!("static tier {id}"))
+                        .await
+                }
+            }
+        }
+        *state
+            .static_engine
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = fast;
+    }
     Some(loaded)
 }
 
 /// Chunks per embedding round: small, so that priority paths, shutdown
 /// and the CPU for updates and queries never wait long.
 const EMBED_ROUND: usize = 64;
+/// Chunks per round of the static tier (tens of milliseconds).
+const STATIC_ROUND: usize = 2048;
 
 /// The embedding lane: a background task, separate from the update loop,
 /// that embeds what lacks a vector in every folder, in rounds, picking up
@@ -635,8 +701,14 @@ async fn embed_loop(state: Arc<State>) {
         if engine.unavailable_reason().is_some() {
             continue;
         }
+        // Every chunk gets a static vector first (seconds), then the
+        // transformer's (minutes on a cold workspace).
+        let fast = state.static_engine();
         for folder in state.folders() {
             if let Some(index) = folder.index() {
+                if let Some(fast) = &fast {
+                    embed_folder(&state, &folder, &index, fast).await;
+                }
                 embed_folder(&state, &folder, &index, &engine).await;
             }
         }
@@ -661,6 +733,15 @@ async fn embed_folder(
         return;
     }
     folder.embedding_active.store(true, Ordering::SeqCst);
+    // The static tier embeds thousands of chunks a second: big rounds.
+    let round = match engine.tier() {
+        DenseTier::Static => STATIC_ROUND,
+        DenseTier::Transformer => EMBED_ROUND,
+    };
+    let title = match engine.tier() {
+        DenseTier::Static => "Quarry: static vectors",
+        DenseTier::Transformer => "Quarry: embedding",
+    };
     let mut progress = None;
     let mut priority: BTreeSet<String> = BTreeSet::new();
     let mut since_save = 0u64;
@@ -675,14 +756,14 @@ async fn embed_folder(
                 .unwrap_or_else(|e| e.into_inner()),
         ));
         let counter = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-        let (embedded, total) = index.snapshot().coverage();
+        let (embedded, total) = index.snapshot().coverage_of(engine.tier());
         counter.0.store(embedded, Ordering::Relaxed);
         counter.1.store(total, Ordering::Relaxed);
         let job_index = index.clone();
         let job_engine = engine.clone();
         let job_priority: Vec<String> = priority.iter().cloned().collect();
         let result = with_progress(progress.as_ref(), "embedded", counter, move || {
-            job_index.embed_pending(&job_engine, &job_priority, Some(EMBED_ROUND), &|_| {})
+            job_index.embed_pending(&job_engine, &job_priority, Some(round), &|_| {})
         })
         .await;
         match result {
@@ -695,8 +776,8 @@ async fn embed_folder(
                     .fetch_add(stats.from_cache, Ordering::Relaxed);
                 since_save += stats.embedded;
                 // A long job shows progress; a few edited chunks do not.
-                if progress.is_none() && stats.remaining > EMBED_ROUND as u64 {
-                    progress = state.progress("Quarry: embedding").await;
+                if progress.is_none() && stats.remaining > round as u64 {
+                    progress = state.progress(title).await;
                 }
                 if since_save >= 1024 {
                     save_vectors(state, index).await;
@@ -888,6 +969,7 @@ impl Backend {
                     Some(index) => {
                         let snapshot = index.snapshot();
                         let (embedded, total) = snapshot.coverage();
+                        let (static_embedded, _) = snapshot.coverage_of(DenseTier::Static);
                         json!({
                             "root": folder.root,
                             "cacheDir": index.cache_dir(),
@@ -895,6 +977,7 @@ impl Backend {
                             "files": snapshot.summary.files_indexed,
                             "chunks": total,
                             "embedded": embedded,
+                            "staticEmbedded": static_embedded,
                             "skipped": snapshot.summary.skipped,
                             "lastWalk": *folder.last_walk.lock().unwrap_or_else(|e| e.into_inner()),
                             "vectorsComputed": folder.vectors_computed.load(Ordering::Relaxed),
@@ -915,18 +998,18 @@ impl Backend {
                 if complete {
                     ("hybrid", None)
                 } else {
-                    let (done, all) = folders.iter().fold((0, 0), |(d, a), f| {
-                        (
-                            d + f["embedded"].as_u64().unwrap_or(0),
-                            a + f["chunks"].as_u64().unwrap_or(0),
+                    let sum = |key: &str| -> u64 {
+                        folders.iter().map(|f| f[key].as_u64().unwrap_or(0)).sum()
+                    };
+                    let (done, all, fast) = (sum("embedded"), sum("chunks"), sum("staticEmbedded"));
+                    let reason = if all > 0 && fast >= all {
+                        format!(
+                            "static vectors cover every chunk; transformer vectors for {done} of {all} are filling in"
                         )
-                    });
-                    (
-                        "partial",
-                        Some(format!(
-                            "embedding in progress: {done} of {all} chunks have vectors"
-                        )),
-                    )
+                    } else {
+                        format!("embedding in progress: {done} of {all} chunks have vectors")
+                    };
+                    ("partial", Some(reason))
                 }
             }
             _ => ("lexical", None),
@@ -1125,7 +1208,14 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             overlay: &state.overlay,
             disk: DiskText::new(&folder.root),
         };
-        let results = search_with(&snapshot, query, options, &mut text, engine.as_deref());
+        let folder_engine = state.search_engine(&snapshot);
+        let results = search_with(
+            &snapshot,
+            query,
+            options,
+            &mut text,
+            folder_engine.as_deref(),
+        );
         let phrases: Vec<String> = crate::lexical::Query::parse(query)
             .phrases
             .into_iter()

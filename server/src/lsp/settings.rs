@@ -10,6 +10,10 @@ pub struct Settings {
     pub model_path: Option<PathBuf>,
     /// Do not load a model: lexical and symbol branches only.
     pub lexical_only: bool,
+    /// Embed with the static tier first (every chunk within seconds), the
+    /// transformer's vectors filling in behind; search uses the static
+    /// tier's until the transformer covers every chunk.
+    pub static_tier: bool,
     /// Hits per `quarry/search` when the request gives no limit.
     pub limit: usize,
     /// Most hits per file (0 = no cap).
@@ -31,6 +35,7 @@ impl Default for Settings {
         Settings {
             model_path: None,
             lexical_only: false,
+            static_tier: true,
             limit: 20,
             per_file_cap: 2,
             max_symbols: 128,
@@ -77,6 +82,11 @@ impl Settings {
                     settings.lexical_only = value
                         .as_bool()
                         .ok_or("initializationOptions.lexicalOnly must be true or false")?
+                }
+                "staticTier" => {
+                    settings.static_tier = value
+                        .as_bool()
+                        .ok_or("initializationOptions.staticTier must be true or false")?
                 }
                 "limit" => settings.limit = count(key, value, 1000)?.max(1),
                 "perFileCap" => settings.per_file_cap = count(key, value, 1000)?,

@@ -19,6 +19,9 @@ pub fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
 
 /// Starts a server on the workspace with these `initializationOptions`.
 pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) -> Client {
+    if let Some(model) = model {
+        ensure_static_tier(model);
+    }
     let mut client = Client::start(
         Path::new(env!("CARGO_BIN_EXE_quarry")),
         &ws.dir.path().join("xdg-cache"),
@@ -39,6 +42,22 @@ pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) 
     assert_eq!(init["capabilities"]["workspaceSymbolProvider"], true);
     client.notify("initialized", json!({}));
     client
+}
+
+/// Distils the static tier of `model` once (beside the model, where every
+/// server finds it), as `quarry index` does at set-up: a server started
+/// by a test never spends its first half minute distilling.
+fn ensure_static_tier(model: &Path) {
+    static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        let engine = quarry::dense::DenseEngine::load(quarry::dense::DenseConfig {
+            model_dir: Some(model.to_path_buf()),
+            ..quarry::dense::DenseConfig::default()
+        });
+        if let Err(e) = engine.prepare_static() {
+            eprintln!("no static tier: {e}");
+        }
+    });
 }
 
 /// Waits (at most 10 s) for the server process to end.

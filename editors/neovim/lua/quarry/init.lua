@@ -220,6 +220,8 @@ function M.status_lines()
   local model = status.model or {}
   if status.mode == "hybrid" then
     table.insert(lines, "mode: hybrid (model " .. tostring(model.id) .. ")")
+  elseif status.mode == "partial" then
+    table.insert(lines, "mode: hybrid while vectors fill in (" .. tostring(status.reason) .. ")")
   else
     table.insert(lines, "mode: lexical-only (" .. tostring(model.error or "no model") .. ")")
   end

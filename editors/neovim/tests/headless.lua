@@ -183,8 +183,8 @@ end)
 stop_all()
 vim.fn.delete(work, "rf")
 if failures > 0 then
-  print(failures .. " failed")
+  io.stdout:write("\n" .. failures .. " failed\n")
   os.exit(1)
 end
-print("all passed")
+io.stdout:write("\nall passed\n")
 os.exit(0)

@@ -37,6 +37,12 @@ pub struct LspReport {
     pub chunks: u64,
     pub mode: String,
     pub initial_index_s: f64,
+    /// With a model: initialize -> the first `quarry/search` answered in
+    /// hybrid mode (every chunk has a vector of the tier searched).
+    pub semantic_after_s: Option<f64>,
+    /// With a model: initialize -> every chunk has a transformer vector
+    /// (when the bench waits for it).
+    pub transformer_complete_s: Option<f64>,
     /// The first `workspace/symbol` request after indexing (cold).
     pub first_symbol_ms: f64,
     pub symbol_requests: usize,
@@ -368,6 +374,15 @@ impl std::fmt::Display for LspReport {
             "initial index     {:.1} s (initialize -> progress end)",
             self.initial_index_s
         )?;
+        if let Some(semantic) = self.semantic_after_s {
+            let complete = self
+                .transformer_complete_s
+                .map_or("not waited for".to_string(), |t| format!("{t:.1} s"));
+            writeln!(
+                f,
+                "semantic search   hybrid answers {semantic:.1} s after initialize; transformer vectors complete: {complete}"
+            )?;
+        }
         writeln!(
             f,
             "workspace/symbol  p50 {:.2} ms, p99 {:.2} ms ({} requests, one per keystroke, after one warm-up pass; first request {:.1} ms)",
@@ -510,7 +525,14 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
     let initial_index_s = start.elapsed().as_secs_f64();
     let target = save_target(&root);
     let mut cold = None;
+    let (mut semantic_after_s, mut transformer_complete_s) = (None, None);
     if model.is_some() {
+        client.poll(
+            "quarry/search",
+            json!({"query": "where are errors handled", "limit": 5}),
+            |r| r["mode"] == "hybrid",
+        );
+        semantic_after_s = Some(start.elapsed().as_secs_f64());
         // The lane starts once the model is loaded.
         client.poll("quarry/status", json!(null), |s| {
             s["folders"][0]["embedding"] == true || folder_counts(s).0 >= folder_counts(s).1
@@ -524,6 +546,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
                 let (embedded, total) = folder_counts(s);
                 embedded == total && s["folders"][0]["embedding"] == false
             });
+            transformer_complete_s = Some(start.elapsed().as_secs_f64());
         } else {
             eprintln!(
                 "{chunks} chunks: not waiting for the embedding; hybrid-only numbers are taken on a partial index"
@@ -620,6 +643,8 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         chunks: folder["chunks"].as_u64().unwrap_or(0),
         mode: status["mode"].as_str().unwrap_or("").to_string(),
         initial_index_s,
+        semantic_after_s,
+        transformer_complete_s,
         first_symbol_ms,
         symbol_requests: symbol_times.len(),
         symbol_p50_ms: percentile(&symbol_times, 0.5),

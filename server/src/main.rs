@@ -583,7 +583,7 @@ fn run(cli: Cli) -> Result<()> {
                 .context("opening the vector index")?;
             let snapshot = index.snapshot();
             let summary = &snapshot.summary;
-            let (embedded, total) = snapshot.coverage();
+            let (embedded, total) = snapshot.coverage_of(engine.tier());
             let model = match engine.model_id() {
                 Some(id) => id.to_string(),
                 None => format!(

@@ -51,6 +51,72 @@ pub const LEXICAL_QUERIES: &[&str] = &[
     "allocate aligned memory",
 ];
 
+/// Identifiers searched by the CLI comparison with ripgrep.
+pub const CLI_QUERIES: &[&str] = &[
+    "HashMap",
+    "from_str_radix",
+    "with_capacity",
+    "read_to_string",
+    "ParseError",
+    "spawn_blocking",
+    "CString",
+    "compare_exchange_weak",
+];
+
+/// Wall time of one process, in milliseconds; `None` if it cannot start.
+fn process_ms(program: &Path, args: &[&std::ffi::OsStr], dir: &Path) -> Option<f64> {
+    let start = Instant::now();
+    let status = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?;
+    // rg exits 1 when nothing matched: still a search.
+    (status.code().is_some()).then(|| ms(start))
+}
+
+/// `quarry search --lexical` per process against `rg -n -w`, same
+/// identifiers, same tree (the index already built and saved).
+fn cli_against_rg(root: &Path, cache_dir: &Path, rounds: usize) -> (f64, Option<f64>) {
+    let quarry = std::env::current_exe().ok();
+    let rg = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("rg"))
+            .find(|p| p.is_file())
+    });
+    let (mut cli, mut grep) = (Vec::new(), Vec::new());
+    for _ in 0..rounds.clamp(1, 3) {
+        for query in CLI_QUERIES {
+            if let Some(quarry) = &quarry {
+                let args: Vec<&std::ffi::OsStr> = vec![
+                    "search".as_ref(),
+                    "--lexical".as_ref(),
+                    "--cache-dir".as_ref(),
+                    cache_dir.as_os_str(),
+                    "--root".as_ref(),
+                    root.as_os_str(),
+                    "--".as_ref(),
+                    query.as_ref(),
+                ];
+                cli.extend(process_ms(quarry, &args, root));
+            }
+            if let Some(rg) = &rg {
+                let args: Vec<&std::ffi::OsStr> =
+                    vec!["-n".as_ref(), "-w".as_ref(), query.as_ref(), ".".as_ref()];
+                grep.extend(process_ms(rg, &args, root));
+            }
+        }
+    }
+    cli.sort_by(f64::total_cmp);
+    grep.sort_by(f64::total_cmp);
+    (
+        percentile(&cli, 0.5),
+        (!grep.is_empty()).then(|| percentile(&grep, 0.5)),
+    )
+}
+
 /// Symbol queries of several lengths and shapes.
 pub const SYMBOL_QUERIES: &[&str] = &[
     "n",
@@ -100,6 +166,12 @@ pub struct BenchReport {
     pub peak_rss_mb: f64,
     pub index_mb: f64,
     pub segments: u64,
+    /// `quarry search --lexical` as a new process per query (open the
+    /// index, check for changes, search), p50 over CLI_QUERIES.
+    pub cli_p50_ms: f64,
+    /// `rg -n -w` for the same identifiers (no index), p50; `None` without
+    /// ripgrep on PATH.
+    pub rg_p50_ms: Option<f64>,
     /// Rust definitions found without re-parsing item-level macro bodies.
     pub rust_definitions_plain: u64,
     /// Rust definitions found with the re-parse (what the index holds).
@@ -138,6 +210,19 @@ impl fmt::Display for BenchReport {
             "symbol query      p50 {:.3} ms, p99 {:.3} ms",
             self.symbol_p50_ms, self.symbol_p99_ms
         )?;
+        match self.rg_p50_ms {
+            Some(rg) => writeln!(
+                f,
+                "cli search        p50 {:.1} ms per `quarry search --lexical` process against `rg -n -w` p50 {rg:.1} ms ({:.1}x; target <= 1.5x)",
+                self.cli_p50_ms,
+                self.cli_p50_ms / rg.max(1e-9)
+            )?,
+            None => writeln!(
+                f,
+                "cli search        p50 {:.1} ms per `quarry search --lexical` process (no rg on PATH to compare)",
+                self.cli_p50_ms
+            )?,
+        }
         writeln!(
             f,
             "peak RSS          {:.0} MB; index on disk {:.1} MB",
@@ -332,6 +417,9 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
     lexical.sort_by(f64::total_cmp);
     symbol.sort_by(f64::total_cmp);
     let peak_rss_mb = peak_rss_mb();
+    // The CLI in a new process per query needs the writer lock free.
+    drop(index);
+    let (cli_p50_ms, rg_p50_ms) = cli_against_rg(&root, &cache_dir, rounds);
 
     // Macro re-parse coverage over the corpus's Rust files (untimed).
     let (mut rust_definitions_plain, mut rust_definitions_with_macros) = (0u64, 0u64);
@@ -372,6 +460,8 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
         peak_rss_mb,
         index_mb: dir_size(&cache_dir) as f64 / 1e6,
         segments: snapshot.summary.segments,
+        cli_p50_ms,
+        rg_p50_ms,
         rust_definitions_plain,
         rust_definitions_with_macros,
     })

@@ -727,19 +727,7 @@ impl Index {
         engine: &DenseEngine,
         paths: &[String],
     ) -> Result<EmbedStats, IndexError> {
-        if paths.is_empty() {
-            return Ok(EmbedStats::default());
-        }
-        self.embed_work(
-            engine,
-            EmbedWork {
-                priority: paths,
-                only_priority: true,
-                limit: None,
-                cached_only: true,
-            },
-            &|_| {},
-        )
+        self.embed_named(engine, paths, true)
     }
 
     /// Embeds the live chunks of `paths` that lack a vector, running the
@@ -750,6 +738,18 @@ impl Index {
         engine: &DenseEngine,
         paths: &[String],
     ) -> Result<EmbedStats, IndexError> {
+        self.embed_named(engine, paths, false)
+    }
+
+    /// Every live chunk of `paths` that lacks a vector, and nothing else
+    /// (no walk over the workspace's chunks); `cached_only` never runs the
+    /// model.
+    fn embed_named(
+        &self,
+        engine: &DenseEngine,
+        paths: &[String],
+        cached_only: bool,
+    ) -> Result<EmbedStats, IndexError> {
         if paths.is_empty() {
             return Ok(EmbedStats::default());
         }
@@ -759,7 +759,7 @@ impl Index {
                 priority: paths,
                 only_priority: true,
                 limit: None,
-                cached_only: false,
+                cached_only,
             },
             &|_| {},
         )

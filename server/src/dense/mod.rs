@@ -66,13 +66,6 @@ impl DenseTier {
             _ => None,
         }
     }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DenseTier::Transformer => "transformer",
-            DenseTier::Static => "static",
-        }
-    }
 }
 
 /// What turns texts into vectors.
@@ -104,6 +97,14 @@ impl Model {
                 texts.par_iter().map(|t| s.embed(t)).collect()
             }
         }
+    }
+}
+
+impl DenseConfig {
+    /// The machine-wide vector cache's folder (also the static tier's
+    /// fallback place).
+    fn vector_cache_dir(&self) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(cache::default_dir)
     }
 }
 
@@ -152,7 +153,7 @@ impl DenseEngine {
             options.threads = threads.max(1);
         }
         let tier = config.tier;
-        let cache_root = config.cache_dir.clone().unwrap_or_else(cache::default_dir);
+        let cache_root = config.vector_cache_dir();
         let mut model_dir = None;
         let embedder = embed::locate_model(explicit.as_deref())
             .and_then(|dir| {
@@ -165,6 +166,14 @@ impl DenseEngine {
                 }
             })
             .map_err(|e| e.to_string());
+        DenseEngine::new(config, embedder, model_dir)
+    }
+
+    fn new(
+        config: DenseConfig,
+        embedder: Result<Model, String>,
+        model_dir: Option<PathBuf>,
+    ) -> DenseEngine {
         DenseEngine {
             config,
             embedder,
@@ -183,16 +192,10 @@ impl DenseEngine {
         else {
             return Ok(());
         };
-        let cache_root = self
-            .config
-            .cache_dir
-            .clone()
-            .unwrap_or_else(cache::default_dir);
-        let id = transformer.model_id();
-        if static_tier::file_for(dir, id).is_file() {
+        if static_tier::file_for(dir, transformer.model_id()).is_file() {
             return Ok(());
         }
-        load_static(&cache_root, dir, transformer)
+        load_static(&self.config.vector_cache_dir(), dir, transformer)
             .map(drop)
             .map_err(|e| e.to_string())
     }
@@ -206,37 +209,19 @@ impl DenseEngine {
             return None;
         };
         let dir = self.model_dir.as_ref()?;
-        let cache_root = self
-            .config
-            .cache_dir
-            .clone()
-            .unwrap_or_else(cache::default_dir);
-        let embedder = load_static(&cache_root, dir, transformer)
+        let embedder = load_static(&self.config.vector_cache_dir(), dir, transformer)
             .map(|s| Model::Static(Box::new(s)))
             .map_err(|e| e.to_string());
-        Some(DenseEngine {
-            config: DenseConfig {
-                tier: DenseTier::Static,
-                ..self.config.clone()
-            },
-            embedder,
-            model_dir: self.model_dir.clone(),
-            cache: Mutex::new(None),
-            recent_queries: Mutex::new(VecDeque::new()),
-            fail: AtomicBool::new(false),
-        })
+        let config = DenseConfig {
+            tier: DenseTier::Static,
+            ..self.config.clone()
+        };
+        Some(DenseEngine::new(config, embedder, self.model_dir.clone()))
     }
 
     /// A disabled engine (`--no-dense`).
     pub fn disabled(reason: &str) -> DenseEngine {
-        DenseEngine {
-            config: DenseConfig::default(),
-            embedder: Err(reason.to_string()),
-            model_dir: None,
-            cache: Mutex::new(None),
-            recent_queries: Mutex::new(VecDeque::new()),
-            fail: AtomicBool::new(false),
-        }
+        DenseEngine::new(DenseConfig::default(), Err(reason.to_string()), None)
     }
 
     /// Why dense search cannot run at all, if it cannot.
@@ -332,11 +317,7 @@ impl DenseEngine {
     /// speed.
     fn open_cache(&self, guard: &mut Option<VectorCache>, embedder: &Model) {
         if guard.is_none() {
-            let dir = self
-                .config
-                .cache_dir
-                .clone()
-                .unwrap_or_else(cache::default_dir);
+            let dir = self.config.vector_cache_dir();
             *guard = VectorCache::open(&dir, embedder.model_id(), embedder.dim()).ok();
         }
     }

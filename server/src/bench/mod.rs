@@ -595,11 +595,18 @@ pub fn run_dense(
         .ok_or_else(|| std::io::Error::other("no static tier"))?;
     let static_load_s = load_start.elapsed().as_secs_f64();
 
+    // A cold lexical index in a fresh cache, and when its timing started.
+    let cold_index = || -> std::io::Result<(Index, Instant)> {
+        let _ = std::fs::remove_dir_all(work.path().join("cache"));
+        let start = Instant::now();
+        let index = Index::open(config.clone()).map_err(to_io)?;
+        index.refresh(&|_| {}).map_err(to_io)?;
+        Ok((index, start))
+    };
+
     // Cold index with the static tier: lexical, then every chunk's static
     // vector: from here on every chunk is semantically searchable.
-    let start = Instant::now();
-    let index = Index::open(config.clone()).map_err(to_io)?;
-    index.refresh(&|_| {}).map_err(to_io)?;
+    let (index, start) = cold_index()?;
     let static_start = Instant::now();
     let fast_stats = index
         .embed_pending(&fast, &[], None, &|_| {})
@@ -607,13 +614,10 @@ pub fn run_dense(
     let static_coverage_s = start.elapsed().as_secs_f64();
     let static_chunks_per_s = fast_stats.computed as f64 / static_start.elapsed().as_secs_f64();
     drop(index);
-    std::fs::remove_dir_all(work.path().join("cache"))?;
 
     // Cold hybrid index, transformer only: lexical, then every chunk
     // embedded.
-    let start = Instant::now();
-    let index = Index::open(config).map_err(to_io)?;
-    index.refresh(&|_| {}).map_err(to_io)?;
+    let (index, start) = cold_index()?;
     let embed_start = Instant::now();
     let embedded = index
         .embed_pending(&engine, &[], None, &|_| {})

@@ -734,13 +734,9 @@ async fn embed_folder(
     }
     folder.embedding_active.store(true, Ordering::SeqCst);
     // The static tier embeds thousands of chunks a second: big rounds.
-    let round = match engine.tier() {
-        DenseTier::Static => STATIC_ROUND,
-        DenseTier::Transformer => EMBED_ROUND,
-    };
-    let title = match engine.tier() {
-        DenseTier::Static => "Quarry: static vectors",
-        DenseTier::Transformer => "Quarry: embedding",
+    let (round, title) = match engine.tier() {
+        DenseTier::Static => (STATIC_ROUND, "Quarry: static vectors"),
+        DenseTier::Transformer => (EMBED_ROUND, "Quarry: embedding"),
     };
     let mut progress = None;
     let mut priority: BTreeSet<String> = BTreeSet::new();

@@ -269,10 +269,9 @@ fn a_rebuilt_cache_never_reuses_vectors_by_stale_chunk_ids() {
     // A segment the current version can not read: the index is rebuilt.
     let cache = ws.cache();
     let mut corrupted = 0;
-    for entry in walk_files(&cache) {
-        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with("seg-") {
-            std::fs::write(&entry, b"QSEG from another version").expect("corrupt");
+    for entry in std::fs::read_dir(&cache).expect("cache dir").flatten() {
+        if entry.file_name().to_string_lossy().starts_with("seg-") {
+            std::fs::write(entry.path(), b"QSEG from another version").expect("corrupt");
             corrupted += 1;
         }
     }
@@ -289,19 +288,6 @@ fn a_rebuilt_cache_never_reuses_vectors_by_stale_chunk_ids() {
         "{:?}",
         results.hits
     );
-}
-
-fn walk_files(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk_files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// The static tier, distilled from the installed model, gives every chunk

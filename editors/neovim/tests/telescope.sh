@@ -11,7 +11,6 @@
 # says so and is skipped.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../../.." && pwd)"
 data="${XDG_DATA_HOME:-$HOME/.local/share}"
 
 find_plugin() { # name env-value
@@ -32,27 +31,9 @@ telescope="$(find_plugin telescope.nvim "${TELESCOPE_NVIM:-}")" &&
     exit 0
 }
 
-artifacts="${E2E_ARTIFACTS:-$here/artifacts}"
-mkdir -p "$artifacts"
-work="$(mktemp -d)"
-session="quarry-telescope-$$"
-trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
-cp -r "$repo/tests/fixtures/polyglot" "$work/root"
-mkdir -p "$work/root/.git"
+name="telescope test"
+source "$here/tmux_lib.sh"
 
-pane() { tmux capture-pane -p -t "$session"; }
-wait_for() { # text seconds
-    local deadline=$((SECONDS + $2))
-    while [ $SECONDS -lt $deadline ]; do
-        if pane | grep -qF -- "$1"; then return 0; fi
-        sleep 0.2
-    done
-    echo "telescope test: timed out waiting for: $1" >&2
-    pane >&2
-    tmux capture-pane -p -e -t "$session" >"$work/failure.ansi"
-    python3 "$here/screenshot.py" "$work/failure.ansi" "$artifacts/telescope-failure.png" 160 45 >&2 || true
-    return 1
-}
 expect() { # vimscript-expression expected-value: asks until they agree
     local deadline=$((SECONDS + 10))
     while [ $SECONDS -lt $deadline ]; do
@@ -64,15 +45,7 @@ expect() { # vimscript-expression expected-value: asks until they agree
     wait_for "Q $2" 0
 }
 
-tmux new-session -d -s "$session" -x 160 -y 45 \
-    "cd '$work/root' && XDG_CACHE_HOME='$work/cache' QUARRY_MODEL='$work/none' QUARRY_TEST_PLUGINS='$telescope:$plenary' ${QUARRY_BIN:+QUARRY_BIN='$QUARRY_BIN'} nvim -u '$here/minimal_init.lua' README.md"
-wait_for "README.md" 20
-for _ in $(seq 1 100); do
-    tmux send-keys -t "$session" ":lua vim.g.q = require('quarry').status_lines()[2] or 'none'" Enter
-    tmux send-keys -t "$session" ":echo 'STATUS ' .. g:q" Enter
-    if pane | grep -qE "STATUS .*: [1-9][0-9]* files"; then break; fi
-    sleep 0.3
-done
+start_nvim "QUARRY_TEST_PLUGINS='$telescope:$plenary'"
 
 # The picker: the server's rows, the preview of the selected hit.
 tmux send-keys -t "$session" ":Telescope quarry" Enter
@@ -80,8 +53,7 @@ wait_for "Quarry" 10
 tmux send-keys -t "$session" "GraphStore::insert"
 wait_for "GraphStore::insert [method] src/graph_store.rs:55" 20
 wait_for "pub fn insert(&self, node: Node)" 10
-tmux capture-pane -p -e -t "$session" >"$work/picker.ansi"
-python3 "$here/screenshot.py" "$work/picker.ansi" "$artifacts/telescope-picker.png" 160 45
+shot telescope-picker.png
 # <CR> opens the hit at its name: line 55, column 12 (`insert`).
 tmux send-keys -t "$session" Enter
 expect "expand('%:t') .. ':' .. line('.') .. ':' .. col('.')" "graph_store.rs:55:12"

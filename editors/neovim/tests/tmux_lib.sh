@@ -1,0 +1,44 @@
+# Shared by the tmux tests (source it after setting `name`, the test's
+# name in messages, and `here`): a scratch copy of the fixture, a tmux
+# session with Neovim on it, waiting for text in the pane, and screenshots
+# of the pane in $E2E_ARTIFACTS (default tests/artifacts).
+repo="$(cd "$here/../../.." && pwd)"
+artifacts="${E2E_ARTIFACTS:-$here/artifacts}"
+mkdir -p "$artifacts"
+work="$(mktemp -d)"
+session="quarry-${name// /-}-$$"
+trap 'tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
+cp -r "$repo/tests/fixtures/polyglot" "$work/root"
+mkdir -p "$work/root/.git"
+
+pane() { tmux capture-pane -p -t "$session"; }
+
+shot() { # file-name: the pane, colours included, as a PNG
+    tmux capture-pane -p -e -t "$session" >"$work/pane.ansi"
+    python3 "$here/screenshot.py" "$work/pane.ansi" "$artifacts/$1" 160 45
+}
+
+wait_for() { # text seconds
+    local deadline=$((SECONDS + $2))
+    while [ $SECONDS -lt $deadline ]; do
+        if pane | grep -qF -- "$1"; then return 0; fi
+        sleep 0.2
+    done
+    echo "$name: timed out waiting for: $1" >&2
+    pane >&2
+    shot "${name// /-}-failure.png" >&2 || true
+    return 1
+}
+
+start_nvim() { # extra environment (NAME=value ...): Neovim on README.md, project indexed
+    tmux new-session -d -s "$session" -x 160 -y 45 \
+        "cd '$work/root' && XDG_CACHE_HOME='$work/cache' QUARRY_MODEL='$work/none' $* ${QUARRY_BIN:+QUARRY_BIN='$QUARRY_BIN'} nvim -u '$here/minimal_init.lua' README.md"
+    wait_for "README.md" 20
+    local _
+    for _ in $(seq 1 100); do
+        tmux send-keys -t "$session" ":lua vim.g.q = require('quarry').status_lines()[2] or 'none'" Enter
+        tmux send-keys -t "$session" ":echo 'STATUS ' .. g:q" Enter
+        if pane | grep -qE "STATUS .*: [1-9][0-9]* files"; then return 0; fi
+        sleep 0.3
+    done
+}

@@ -84,27 +84,34 @@ async function waitForHttp(url, ms) {
   throw new Error(`${url} did not answer`);
 }
 
-function run(cmd, args, env) {
+/** Runs a command to its end; resolves with its stdout when `capture`,
+ * which otherwise goes to this process's output. */
+function run(cmd, args, env, { capture = false } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: "inherit" });
-    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
-  });
-}
-
-function capture(cmd, args, env) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(cmd, args, { env, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"] });
     let out = "";
-    child.stdout.on("data", (d) => (out += d));
+    child.stdout?.on("data", (d) => (out += d));
     child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exited ${code}`))));
   });
 }
 
-/** Where `quarry` finds its model when QUARRY_MODEL is unset. */
-function installedModel() {
-  const dataHome = process.env.XDG_DATA_HOME || path.join(os.homedir(), ".local", "share");
-  const dir = process.env.QUARRY_MODEL || path.join(dataHome, "quarry", "models", "all-MiniLM-L6-v2");
-  return fs.existsSync(path.join(dir, "model.safetensors")) ? dir : null;
+/** Whether quarry finds a usable model the way it always does (QUARRY_MODEL,
+ * the user data dir, the Hugging Face cache): asked of `quarry status`. */
+async function modelInstalled() {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "quarry-e2e-model-"));
+  try {
+    const status = JSON.parse(
+      await run(
+        quarryBin,
+        ["status", "--json", "--root", path.join(repo, "tests", "fixtures", "polyglot"), "--cache-dir", scratch],
+        process.env,
+        { capture: true },
+      ),
+    );
+    return Boolean(status.model) && !status.model_error;
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 // Labels carry zero-width spaces (they keep VS Code from re-sorting).
@@ -139,7 +146,9 @@ async function session(name, { model }, steps) {
     ...process.env,
     XDG_CACHE_HOME: path.join(work, "cache"),
     XDG_CONFIG_HOME: path.join(work, "config"),
-    QUARRY_MODEL: model || path.join(work, "no-model"),
+    // Without a model the lookup is pointed at nothing; with one, quarry
+    // finds it as it does for a user.
+    ...(model ? {} : { QUARRY_MODEL: path.join(work, "no-model") }),
   };
   const vsix = path.join(here, "quarry.vsix");
   await run(codeServer, ["--user-data-dir", userData, "--extensions-dir", extensions, "--install-extension", vsix], env);
@@ -230,7 +239,7 @@ async function activeLine(page) {
 }
 
 async function lexicalPass() {
-  await session("lexical", { model: null }, async ({ page, shot }) => {
+  await session("lexical", { model: false }, async ({ page, shot }) => {
     // The status bar item appears once the server answers quarry/status.
     await waitForStatus(page, /Quarry lexical-only · [1-9]\d* files/, 60_000);
     await shot("1-workbench");
@@ -262,8 +271,8 @@ async function lexicalPass() {
   console.log("e2e lexical: search opened graph_store.rs at 55:12 (the name); Ctrl+T opened RetryPolicy at 14:7");
 }
 
-async function hybridPass(model) {
-  await session("hybrid", { model }, async ({ page, shot, env, workspace }) => {
+async function hybridPass() {
+  await session("hybrid", { model: true }, async ({ page, shot, env, workspace }) => {
     // Lexical first, then the coverage counts up to full hybrid.
     await waitForStatus(page, /Quarry (hybrid( \d+%)?|lexical-only) · [1-9]\d* files/, 60_000);
     await shot("1-status-while-embedding");
@@ -289,7 +298,7 @@ async function hybridPass(model) {
     // sort would pull those up).
     const word = "status";
     const printed = JSON.parse(
-      await capture(quarryBin, ["search", "--json", "--root", workspace, "--limit", "10", word], env),
+      await run(quarryBin, ["search", "--json", "--root", workspace, "--limit", "10", word], env, { capture: true }),
     );
     if (printed.mode !== "hybrid") throw new Error(`quarry search ran ${printed.mode}: ${printed.reason}`);
     const expected = printed.hits.map((h) => h.symbol);
@@ -318,9 +327,8 @@ async function hybridPass(model) {
 
 async function main() {
   await lexicalPass();
-  const model = installedModel();
-  if (model) {
-    await hybridPass(model);
+  if (await modelInstalled()) {
+    await hybridPass();
   } else if (process.env.QUARRY_REQUIRE_MODEL === "1") {
     throw new Error("QUARRY_REQUIRE_MODEL=1 but no model is installed: run scripts/fetch-model.sh");
   } else {

@@ -408,7 +408,7 @@ fn load_static(
     }
     let started = std::time::Instant::now();
     eprintln!("quarry: distilling the static embedding tier from {id} (once per model)");
-    let model = StaticModel::distill(transformer, &|_, _| {})?;
+    let model = StaticModel::distill(transformer)?;
     let saved = places.iter().find_map(|path| match model.save(path) {
         Ok(()) => Some(path.display().to_string()),
         Err(e) => {

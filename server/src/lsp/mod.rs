@@ -542,38 +542,40 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     if priority.is_empty() {
         return;
     }
-    // Edited chunks get static vectors at once (milliseconds).
-    if let Some(fast) = state.static_engine() {
+    // One blocking job: edited chunks get static vectors at once
+    // (milliseconds), and chunks whose text did not change get their
+    // transformer vectors back from the cache; the lane computes the rest
+    // in the background.
+    let fast = state.static_engine();
+    let engine = state.engine().filter(|e| e.unavailable_reason().is_none());
+    if fast.is_some() || engine.is_some() {
         let job_index = index.clone();
         let job_priority = priority.clone();
-        let done =
-            tokio::task::spawn_blocking(move || job_index.embed_paths(&fast, &job_priority)).await;
-        if let Ok(Err(e)) = done {
-            state
-                .log(MessageType::ERROR, format!("static vectors: {e}"))
-                .await
-        }
-    }
-    // Chunks whose text did not change get their vectors back from the
-    // cache at once; the lane computes the rest in the background.
-    if let Some(engine) = state.engine().filter(|e| e.unavailable_reason().is_none()) {
-        let job_index = index.clone();
-        let job_priority = priority.clone();
-        let filled =
-            tokio::task::spawn_blocking(move || job_index.fill_from_cache(&engine, &job_priority))
-                .await;
-        match filled {
-            Ok(Ok(stats)) => {
-                folder
-                    .vectors_from_cache
-                    .fetch_add(stats.from_cache, Ordering::Relaxed);
-            }
-            Ok(Err(e)) => {
+        let done = tokio::task::spawn_blocking(move || {
+            let fast = fast.map(|fast| job_index.embed_paths(&fast, &job_priority));
+            let filled = engine.map(|engine| job_index.fill_from_cache(&engine, &job_priority));
+            (fast, filled)
+        })
+        .await;
+        if let Ok((fast, filled)) = done {
+            if let Some(Err(e)) = fast {
                 state
-                    .log(MessageType::ERROR, format!("vectors from the cache: {e}"))
+                    .log(MessageType::ERROR, format!("static vectors: {e}"))
                     .await
             }
-            Err(_) => {}
+            match filled {
+                Some(Ok(stats)) => {
+                    folder
+                        .vectors_from_cache
+                        .fetch_add(stats.from_cache, Ordering::Relaxed);
+                }
+                Some(Err(e)) => {
+                    state
+                        .log(MessageType::ERROR, format!("vectors from the cache: {e}"))
+                        .await
+                }
+                None => {}
+            }
         }
     }
     request_embedding(state, folder, priority);

@@ -149,8 +149,14 @@ fn an_edited_buffer_keeps_its_vectors_and_gets_new_ones() {
     let ws = Workspace::fixture();
     let root = std::fs::canonicalize(ws.root()).expect("root");
     let mut client = start_with(&ws, Some(&model));
-    let complete =
-        |s: &Value| s["mode"] == "hybrid" && folder(s)["embedded"] == folder(s)["chunks"];
+    // Settled: every chunk has a vector and the lane has finished its
+    // round, so its counters include the vectors it just added (a vector is
+    // visible before the round's counts are added).
+    let complete = |s: &Value| {
+        s["mode"] == "hybrid"
+            && folder(s)["embedded"] == folder(s)["chunks"]
+            && folder(s)["embedding"] == false
+    };
     let before = client.poll("quarry/status", Value::Null, complete);
     let computed = folder(&before)["vectorsComputed"].as_u64().unwrap();
 

@@ -814,7 +814,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
             let ranked: Vec<String> = results
                 .hits
                 .iter()
-                .map(|h| format!("{}#{}", h.path, h.symbol))
+                .map(|h| format!("{}#{}", h.path, answer_of(h)))
                 .collect();
             let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
             overall.add(&ranked, &expected);
@@ -917,6 +917,26 @@ impl std::fmt::Display for QualityReport {
             }
         }
         Ok(())
+    }
+}
+
+/// The definition a hit stands for: a passage of a long definition
+/// (`switchMap:83-122`, see `chunk::text::passage_windows`) is that
+/// definition, found where the query matched it.
+fn answer_of(hit: &crate::search::Hit) -> &str {
+    if hit.kind != "lines" {
+        return &hit.symbol;
+    }
+    match hit.symbol.rsplit_once(':') {
+        Some((definition, lines))
+            if !definition.is_empty()
+                && lines.split_once('-').is_some_and(|(a, b)| {
+                    a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
+                }) =>
+        {
+            definition
+        }
+        _ => &hit.symbol,
     }
 }
 

@@ -52,6 +52,8 @@ pub(crate) struct Options {
     pub(crate) expand_macros: bool,
     /// Overrides [`Grammar::max_depth`] (`Some(u32::MAX)` walks every node).
     pub(crate) max_depth: Option<u32>,
+    /// Split long leaf definitions into passage windows.
+    pub(crate) passages: bool,
 }
 
 impl Default for Options {
@@ -59,6 +61,7 @@ impl Default for Options {
         Options {
             expand_macros: true,
             max_depth: None,
+            passages: true,
         }
     }
 }
@@ -95,7 +98,7 @@ pub(crate) fn extract(
 /// a line that is only an all-caps identifier (`FMT_BEGIN_NAMESPACE`,
 /// `ABSL_NAMESPACE_END`), and an all-caps identifier with an underscore
 /// written before another word (`FMT_CONSTEXPR auto f()`, `UV_EXTERN int
-/// uv_run(...)`). An unbalanced `namespace x {` hidden in a macro, or an
+/// uv_run(...)`, `if FMT_CONSTEXPR20 (cond)`). An unbalanced `namespace x {` hidden in a macro, or an
 /// unknown word before a declaration, makes tree-sitter misread the rest
 /// of the file and lose its definitions. Preprocessor lines are kept.
 /// Byte offsets do not change, so names and ranges still come from `text`.
@@ -136,7 +139,11 @@ pub(crate) fn blank_macro_lines(text: &str) -> std::borrow::Cow<'_, str> {
                         .as_bytes()
                         .first()
                         .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
-                if alone || before_word {
+                // `if FMT_CONSTEXPR20 (cond)`: a macro for `constexpr`.
+                let after_if = after.starts_with('(')
+                    && line[..start].trim_end().ends_with("if")
+                    && line[..start].trim_end().len() < line[..start].len();
+                if alone || before_word || after_if {
                     blank.push((line_start + start, line_start + i));
                 }
             }

@@ -138,11 +138,17 @@ pub(crate) fn chunk_file_with(
                 .iter()
                 .map(|c| (c.byte_start as usize, c.byte_end as usize));
             let gaps = text::gap_windows(path, text, language, covered);
-            if gaps.is_empty() {
+            let passages = if options.passages {
+                text::passage_windows(path, text, language, &chunks)
+            } else {
+                Vec::new()
+            };
+            if gaps.is_empty() && passages.is_empty() {
                 return chunks;
             }
             let mut chunks = chunks;
             chunks.extend(gaps);
+            chunks.extend(passages);
             chunks.sort_by_key(|c| (c.byte_start, std::cmp::Reverse(c.byte_end)));
             chunks
         }

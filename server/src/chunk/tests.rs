@@ -766,6 +766,58 @@ fn cpp_namespace_macros_do_not_hide_definitions() {
     );
     let chunks = chunk_file("uv.h", "struct uv_loop_s { int x; };\n", Language::C);
     assert!(chunks.iter().all(|c| c.language == Language::C));
+    // `if FMT_CONSTEXPR20 (...)` in a method once turned the whole class
+    // into a function named after the next method.
+    let source = "FMT_EXPORT template <typename C> class store {\n public:\n  void push_back(int v) {\n    if FMT_CONSTEXPR20 (v > 0) {\n      v = 1;\n    }\n  }\n  void clear() {}\n};\n";
+    let chunks = chunk_file("args.h", source, Language::Cpp);
+    assert_invariants(source, &chunks);
+    let class = find(&chunks, "store");
+    assert_eq!(
+        (class.kind, class.start_line, class.end_line),
+        (ChunkKind::Class, 1, 9)
+    );
+    find(&chunks, "store::clear");
+    find(&chunks, "store::push_back");
+}
+
+#[test]
+fn long_definitions_get_passage_windows() {
+    // A 100-line function: its first 30 lines stay with the definition,
+    // the rest is in windows nested in it that name it as container; a
+    // short function and a class with members get none.
+    let mut source = String::from("fn long_one() {\n");
+    for i in 0..98 {
+        source.push_str(&format!("    let step_{i} = {i};\n"));
+    }
+    source.push_str("}\n\nfn short_one() {\n    let x = 1;\n}\n");
+    let chunks = chunk_file("src/lib.rs", &source, Language::Rust);
+    assert_invariants(&source, &chunks);
+    let long = find(&chunks, "long_one");
+    assert_eq!((long.start_line, long.end_line), (1, 100));
+    let windows: Vec<&Chunk> = chunks
+        .iter()
+        .filter(|c| c.kind == ChunkKind::Lines)
+        .collect();
+    assert!(!windows.is_empty());
+    assert_eq!(windows[0].start_line, 31);
+    assert_eq!(windows.last().map(|w| w.end_line), Some(100));
+    for window in &windows {
+        assert_eq!(window.container.as_deref(), Some("long_one"), "{window:?}");
+        assert!(
+            window.start_line >= 31 && window.end_line <= 100,
+            "{window:?}"
+        );
+        assert_eq!(
+            window.name,
+            format!("src/lib.rs:{}-{}", window.start_line, window.end_line)
+        );
+    }
+    // Consecutive windows overlap and leave no line of the function out.
+    for pair in windows.windows(2) {
+        assert!(pair[1].start_line <= pair[0].end_line + 1, "{pair:?}");
+    }
+    let short = find(&chunks, "short_one");
+    assert!(windows.iter().all(|w| w.start_line < short.start_line));
 }
 
 #[test]
@@ -919,8 +971,8 @@ fn polyglot_fixture_depth_limit_is_lossless() {
         let name = path.to_string_lossy();
         let limited = chunk_file(&name, &text, lang);
         let options = Options {
-            expand_macros: true,
             max_depth: Some(u32::MAX),
+            ..Options::default()
         };
         let unlimited = chunk_file_with(&name, &text, lang, options);
         assert_eq!(limited, unlimited, "{name}");

@@ -233,6 +233,62 @@ pub(crate) fn gap_windows(
     out
 }
 
+/// Definitions longer than this many lines get passage windows.
+pub(crate) const LONG_DEFINITION_LINES: u32 = 60;
+/// Lines at the top of a long definition left to the definition itself
+/// (signature, doc, first statements); passages start after them.
+pub(crate) const DEFINITION_HEAD_LINES: u32 = 30;
+
+/// Passage windows inside long leaf definitions (a 500-line function, a
+/// macro whose doc is a manual): line windows after the definition's first
+/// [`DEFINITION_HEAD_LINES`] lines, each with the definition as its
+/// container (qualified name `container:start-end`). Nested in the definition, they take those lines out of its
+/// own body, so no searchable unit grows past a few dozen lines: a query
+/// matching one paragraph of a long function finds that paragraph instead
+/// of losing to BM25 length normalisation over the whole body.
+/// `definitions` must be sorted by (start ascending, end descending); a
+/// definition with another nested in it (a class, an impl) is left whole.
+pub(crate) fn passage_windows(
+    path: &str,
+    text: &str,
+    language: Language,
+    definitions: &[Chunk],
+) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    let mut index: Option<LineIndex<'_>> = None;
+    for (i, chunk) in definitions.iter().enumerate() {
+        let is_leaf = definitions
+            .get(i + 1)
+            .is_none_or(|next| next.byte_start >= chunk.byte_end);
+        if !is_leaf || chunk.end_line - chunk.start_line < LONG_DEFINITION_LINES {
+            continue;
+        }
+        let index = index.get_or_insert_with(|| LineIndex::new(text));
+        let first_line = (chunk.start_line + DEFINITION_HEAD_LINES) as usize;
+        let Some(&from) = index.starts.get(first_line - 1) else {
+            continue;
+        };
+        let to = chunk.byte_end as usize;
+        let (Some(body), true) = (text.get(from..to), from < to) else {
+            continue;
+        };
+        let line_offset = index.line_of(from) - 1;
+        for mut window in line_windows(path, body, language) {
+            window.byte_start += to_u32(from);
+            window.byte_end += to_u32(from);
+            window.start_line += line_offset;
+            window.end_line += line_offset;
+            window.name_line = window.start_line;
+            let lines = format!("{}-{}", window.start_line, window.end_line);
+            window.name = format!("{path}:{lines}");
+            window.qualified_name = format!("{}:{lines}", chunk.qualified_name);
+            window.container = Some(chunk.qualified_name.clone());
+            out.push(window);
+        }
+    }
+    out
+}
+
 fn next_char_boundary(text: &str, pos: usize) -> usize {
     let mut pos = pos.min(text.len());
     while pos < text.len() && !text.is_char_boundary(pos) {

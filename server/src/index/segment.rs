@@ -15,7 +15,7 @@ use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
-pub const SEGMENT_VERSION: u32 = 3;
+pub const SEGMENT_VERSION: u32 = 4;
 
 /// Why a file is in the walk but not in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -331,6 +331,10 @@ pub struct QueryFacts {
     identifiers: FxHashSet<String>,
     /// The query's tokens, as the lexical tokenizer makes them.
     terms: FxHashSet<String>,
+    /// The tokens of each query word written like code: the parts of
+    /// `dynamic_format_arg_store` in a query do not name a
+    /// `format_arg_store` (but `toString builder` names `ToStringBuilder`).
+    code_word_terms: Vec<FxHashSet<String>>,
     /// The query mentions tests, so test files are not penalised.
     wants_tests: bool,
     /// The query asks for documentation or for configuration/build files.
@@ -357,6 +361,11 @@ impl QueryFacts {
             if !single && !is_code_word(word) {
                 continue;
             }
+            let mut parts = FxHashSet::default();
+            tokenize(word, &mut |t| {
+                parts.insert(t.to_string());
+            });
+            facts.code_word_terms.push(parts);
             facts.identifiers.insert(squash(word));
             for part in word.split("::").flat_map(|p| p.split(['.', '#', '/'])) {
                 if !part.is_empty() {
@@ -496,7 +505,8 @@ fn in_rust_tests_module(qualified_name: &str) -> bool {
 }
 
 /// Whether a chunk defines what the query names: its whole name is a query
-/// word, or every word of a multi-word name is in the query.
+/// word, or every word of a multi-word name is in the query, though not all
+/// inside one longer identifier of it.
 fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
     if !chunk.kind.is_definition() || chunk.name.is_empty() {
         return false;
@@ -510,7 +520,12 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
             words.push(t.to_string());
         }
     });
-    words.len() >= 2 && words.iter().all(|w| query.terms.contains(w))
+    words.len() >= 2
+        && words.iter().all(|w| query.terms.contains(w))
+        && !query
+            .code_word_terms
+            .iter()
+            .any(|parts| words.iter().all(|w| parts.contains(w)))
 }
 
 /// Applies the signals to `fused` and re-sorts it by score (ties keep
@@ -901,5 +916,25 @@ mod tests {
             lines: 10,
         };
         assert!(!defines(&query, &chunk));
+    }
+
+    #[test]
+    fn a_longer_identifier_does_not_define_its_parts() {
+        let named = |name: &'static str| ChunkFacts {
+            path: "include/fmt/base.h",
+            name,
+            qualified_name: name,
+            kind: ChunkKind::Struct,
+            language: Language::Cpp,
+            lines: 12,
+        };
+        let query = QueryFacts::new("dynamic_format_arg_store for argument lists");
+        assert!(defines(&query, &named("dynamic_format_arg_store")));
+        assert!(!defines(&query, &named("format_arg_store")));
+        // Words from code and prose together still name a definition.
+        let query = QueryFacts::new("toString builder for object descriptions");
+        assert!(defines(&query, &named("ToStringBuilder")));
+        let query = QueryFacts::new("the graph store lookup");
+        assert!(defines(&query, &named("GraphStore")));
     }
 }

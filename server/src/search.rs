@@ -120,6 +120,8 @@ impl SearchOptions {
             "fuse.symbol" => self.fuse.weights[2] = number,
             "fuse.dense_alone" => self.fuse.dense_alone = number,
             "fuse.static" => self.fuse.static_dense = number,
+            "fuse.confidence" => self.fuse.lexical_confidence = number.clamp(0.0, 1.0),
+            "fuse.confidence_power" => self.fuse.confidence_power = number.max(0.0),
             "cap" => self.per_file_cap = number.max(0.0) as usize,
             "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
             "exact" => self.exact_priority = flag,
@@ -252,12 +254,19 @@ pub struct SearchResults {
     pub reason: Option<String>,
     pub coverage: Coverage,
     pub hits: Vec<Hit>,
+    /// The idf-weighted share of the query's terms that the best lexical
+    /// candidate holds (what lowers the dense weight, see
+    /// `FuseConfig::lexical_confidence`).
+    #[serde(skip)]
+    pub lexical_coverage: f32,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 struct Candidate {
     score: f32,
     chunk_id: u32,
+    /// Which query terms matched (bit per scored term), where known.
+    matched: u64,
 }
 
 impl Eq for Candidate {}
@@ -329,6 +338,14 @@ struct LexicalHit {
     phrase: bool,
 }
 
+/// The lexical branch's list, and how well its best candidate matches the
+/// query: the idf-weighted fraction of the query's terms (found anywhere
+/// in the index) that it holds, 0 for no candidate.
+struct LexicalList {
+    hits: Vec<LexicalHit>,
+    coverage: f32,
+}
+
 /// Hybrid search: the lexical, dense and symbol-name branches each fetch
 /// `depth` candidates and are fused with RRF. Chunks that contain every
 /// quoted phrase verbatim come first; otherwise a phrase counts as its
@@ -348,6 +365,7 @@ pub fn search_with(
         reason: None,
         coverage: Coverage { embedded, total },
         hits: Vec::new(),
+        lexical_coverage: 0.0,
     };
     let query = Query::parse(query_text);
     if options.limit == 0 || query_text.trim().is_empty() {
@@ -378,10 +396,16 @@ pub fn search_with(
         results.reason = Some("dense branch turned off".into());
     }
 
-    let lexical = if options.branches.lexical {
+    let LexicalList {
+        hits: lexical,
+        coverage,
+    } = if options.branches.lexical {
         lexical_branch(snapshot, &query, depth, options, text, &filter)
     } else {
-        Vec::new()
+        LexicalList {
+            hits: Vec::new(),
+            coverage: 0.0,
+        }
     };
     let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
     // One symbol search serves the symbol branch and exact-name priority.
@@ -412,6 +436,12 @@ pub fn search_with(
     } else {
         fuse_config.weights[1] *= options.signals.prose_dense_weight;
     }
+    results.lexical_coverage = coverage;
+    // A lexical list whose best hit holds the whole query is evidence the
+    // dense list should not overrule; one that matches little is not.
+    fuse_config.weights[1] *= 1.0
+        - options.fuse.lexical_confidence
+            * coverage.clamp(0.0, 1.0).powf(options.fuse.confidence_power);
     let mut fused = fuse(&lists, &fuse_config);
     let lexical_info: FxHashMap<u32, &LexicalHit> =
         lexical.iter().map(|h| (h.chunk_id, h)).collect();
@@ -685,9 +715,13 @@ fn lexical_branch(
     options: &SearchOptions,
     text: &mut dyn TextSource,
     filter: &ChunkFilter<'_>,
-) -> Vec<LexicalHit> {
+) -> LexicalList {
+    let mut list = LexicalList {
+        hits: Vec::new(),
+        coverage: 0.0,
+    };
     if query.is_empty() {
-        return Vec::new();
+        return list;
     }
     // A long query (an issue text) can hold hundreds of words: score the
     // MAX_QUERY_TERMS that weigh most (weight x idf); words found nowhere
@@ -828,11 +862,12 @@ fn lexical_branch(
                     let file = acc.group_scores.get(chunk.path_idx as usize);
                     score += file_weight * file.copied().unwrap_or(0.0);
                 }
+                let matched = acc.matched[doc as usize];
                 let candidate = Candidate {
                     score,
                     chunk_id: chunk.chunk_id,
+                    matched,
                 };
-                let matched = acc.matched[doc as usize];
                 if !phrase_masks.is_empty() && phrase_masks.iter().all(|m| matched & m == *m) {
                     phrase_top.push(candidate);
                 }
@@ -841,14 +876,31 @@ fn lexical_branch(
         }
     });
     let candidates = top.into_sorted();
+    // Each query term's weight x idf, by bit (stem variants share their
+    // word's bit and are not counted again).
+    let mut mass = [0.0f32; 64];
+    for (i, term) in scored.iter().enumerate().take(selected.len()) {
+        if df[i] > 0 && term.bit < 64 {
+            mass[term.bit] = term.weight * snapshot.stats.idf(df[i]);
+        }
+    }
+    let total: f32 = mass.iter().sum();
+    if let (Some(best), true) = (candidates.first(), total > 0.0) {
+        let held: f32 = (0..64)
+            .filter(|bit| best.matched & (1u64 << bit) != 0)
+            .map(|bit| mass[bit])
+            .sum();
+        list.coverage = held / total;
+    }
     if query.phrases.is_empty() {
-        return candidates
+        list.hits = candidates
             .into_iter()
             .map(|c| LexicalHit {
                 chunk_id: c.chunk_id,
                 phrase: false,
             })
             .collect();
+        return list;
     }
     // Chunks whose current text holds every phrase come first, in score
     // order; then every other candidate, phrases counting as plain words.
@@ -885,7 +937,8 @@ fn lexical_branch(
             }),
     );
     hits.truncate(depth);
-    hits
+    list.hits = hits;
+    list
 }
 
 /// Documents holding `term`, over every segment.
@@ -1149,7 +1202,11 @@ mod tests {
     fn top_k_keeps_best_with_stable_ties() {
         let mut top = TopK::new(2);
         for (score, chunk_id) in [(1.0, 5), (3.0, 1), (3.0, 0), (2.0, 7)] {
-            top.push(Candidate { score, chunk_id });
+            top.push(Candidate {
+                score,
+                chunk_id,
+                matched: 0,
+            });
         }
         let ids: Vec<u32> = top.into_sorted().iter().map(|c| c.chunk_id).collect();
         assert_eq!(ids, vec![0, 1]);

@@ -274,3 +274,27 @@ fn tests_sink_unless_asked_for_and_definitions_beat_mentions() {
     let asked = run(&ws, "retry failed request test", &SearchOptions::default());
     assert_eq!(position(&asked), position(&unpenalised), "{asked:?}");
 }
+
+/// The lexical list's confidence (what lowers the dense weight in fusion):
+/// 1 when one chunk holds every query word, a share weighted by rarity when
+/// the best chunk misses some, 0 when nothing matches.
+#[test]
+fn lexical_coverage_measures_how_much_of_the_query_the_best_hit_holds() {
+    let ws = crowded_workspace();
+    ws.write(
+        "src/zebra.rs",
+        "/// Paints stripes on a zebra.\npub fn zebra_stripes() {}\n",
+    );
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let snapshot = index.snapshot();
+    let mut text = DiskText::new(index.root());
+    let coverage = |query: &str, text: &mut DiskText| {
+        search(&snapshot, query, &SearchOptions::default(), text).lexical_coverage
+    };
+    let whole = coverage("spends one token", &mut text);
+    assert!((whole - 1.0).abs() < 1e-4, "{whole}");
+    let part = coverage("spends token zebra", &mut text);
+    assert!(part > 0.0 && part < 1.0, "{part}");
+    assert_eq!(coverage("quokka", &mut text), 0.0);
+}

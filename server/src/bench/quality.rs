@@ -20,6 +20,7 @@ use crate::chunk::{chunk_file, ChunkKind, Language};
 use crate::dense::{DenseConfig, DenseEngine};
 use crate::index::{Index, IndexConfig};
 use crate::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
+use crate::rank::FuseConfig;
 use crate::search::{search_with, Branches, DiskText, SearchOptions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -511,6 +512,10 @@ pub fn configs() -> Vec<Config> {
         per_file_cap: 0,
         exact_priority: false,
         signals: Signals::off(),
+        fuse: FuseConfig {
+            lexical_confidence: 0.0,
+            ..FuseConfig::default()
+        },
         ..SearchOptions::default()
     };
     let only = |lexical: bool, dense: bool| SearchOptions {
@@ -576,6 +581,11 @@ pub fn configs() -> Vec<Config> {
         row("+ path match 1.0", signal(&|s| s.path_match = 1.0)),
         row("+ identifier stems", signal(&|s| s.stems = true)),
         row("+ file evidence 0.1", signal(&|s| s.file_evidence = 0.1)),
+        row("+ lexical confidence 0.65 (dense weight)", {
+            let mut options = with_saturation.clone();
+            options.fuse.lexical_confidence = FuseConfig::default().lexical_confidence;
+            options
+        }),
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),
@@ -624,6 +634,9 @@ fn describe(s: &Signals) -> String {
         on.push("file evidence");
     }
     on.push("saturation");
+    if FuseConfig::default().lexical_confidence != 0.0 {
+        on.push("lexical confidence");
+    }
     on.join(", ")
 }
 

@@ -129,10 +129,58 @@ pub fn relative_path(root: &Path, path: &Path) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
+/// What one entry of the walk turned out to be.
+enum Visit {
+    File(WalkEntry),
+    Error(String),
+    SymlinkSkipped,
+    BadPath,
+    Unsupported,
+    Other,
+}
+
+fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>) -> Visit {
+    let entry = match result {
+        Ok(entry) => entry,
+        Err(err) => return Visit::Error(err.to_string()),
+    };
+    let Some(file_type) = entry.file_type() else {
+        return Visit::Other;
+    };
+    let path = entry.path();
+    let abs_path = if file_type.is_symlink() {
+        // Follow a symlink only to a regular file inside the root.
+        match crate::confine::check(root, path) {
+            Ok(_) => path.to_path_buf(),
+            Err(_) => return Visit::SymlinkSkipped,
+        }
+    } else if file_type.is_file() {
+        path.to_path_buf()
+    } else {
+        return Visit::Other;
+    };
+    let Some(rel_path) = relative_path(root, &abs_path) else {
+        return Visit::BadPath;
+    };
+    let Some(language) = detect_language(Path::new(&rel_path)) else {
+        return Visit::Unsupported;
+    };
+    match stat(&abs_path) {
+        Ok(st) => Visit::File(WalkEntry {
+            rel_path,
+            abs_path,
+            language,
+            size: st.size,
+            mtime_ns: st.mtime_ns,
+            stamp: st.stamp,
+        }),
+        Err(err) => Visit::Error(format!("{rel_path}: {err}")),
+    }
+}
+
 /// Lists the files under `root` (canonical) that the index should look at.
 /// `exclude` (the cache directory, when it lives inside the root) is skipped.
 pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
-    let mut outcome = WalkOutcome::default();
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -144,53 +192,31 @@ pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
     if let Some(exclude) = exclude.clone() {
         builder.filter_entry(move |entry| entry.path() != exclude);
     }
-    for result in builder.build() {
-        let entry = match result {
-            Ok(entry) => entry,
-            Err(err) => {
-                outcome.errors.push(err.to_string());
-                continue;
+    // Directories are read and files stat'ed on several threads: on a
+    // large tree the walk is most of a no-change refresh (the CLI pays it
+    // on every call). The order is restored by the sort below.
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    builder.threads(threads);
+    let shared = std::sync::Mutex::new(WalkOutcome::default());
+    builder.build_parallel().run(|| {
+        let shared = &shared;
+        Box::new(move |result| {
+            let visited = visit(root, result);
+            let mut outcome = shared.lock().unwrap_or_else(|e| e.into_inner());
+            match visited {
+                Visit::File(entry) => outcome.files.push(entry),
+                Visit::Error(err) => outcome.errors.push(err),
+                Visit::SymlinkSkipped => outcome.n_symlinks_skipped += 1,
+                Visit::BadPath => outcome.n_bad_paths += 1,
+                Visit::Unsupported => outcome.n_unsupported += 1,
+                Visit::Other => {}
             }
-        };
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        let path = entry.path();
-        let abs_path = if file_type.is_symlink() {
-            // Follow a symlink only to a regular file inside the root.
-            match crate::confine::check(root, path) {
-                Ok(_) => path.to_path_buf(),
-                Err(_) => {
-                    outcome.n_symlinks_skipped += 1;
-                    continue;
-                }
-            }
-        } else if file_type.is_file() {
-            path.to_path_buf()
-        } else {
-            continue;
-        };
-        let Some(rel_path) = relative_path(root, &abs_path) else {
-            outcome.n_bad_paths += 1;
-            continue;
-        };
-        let Some(language) = detect_language(Path::new(&rel_path)) else {
-            outcome.n_unsupported += 1;
-            continue;
-        };
-        match stat(&abs_path) {
-            Ok(st) => outcome.files.push(WalkEntry {
-                rel_path,
-                abs_path,
-                language,
-                size: st.size,
-                mtime_ns: st.mtime_ns,
-                stamp: st.stamp,
-            }),
-            Err(err) => outcome.errors.push(format!("{rel_path}: {err}")),
-        }
-    }
+            ignore::WalkState::Continue
+        })
+    });
+    let mut outcome = shared.into_inner().unwrap_or_else(|e| e.into_inner());
     outcome.files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    outcome.errors.sort();
     outcome
 }
 

@@ -1277,6 +1277,18 @@ fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterSt
     Err(last_error)
 }
 
+/// A segment file's bytes, mapped rather than read: decoding copies what it
+/// keeps, so mapping saves reading (and zeroing) a buffer as large as the
+/// file, the bulk of opening a large index. Segment files are written to a
+/// temporary name and renamed into place, never changed after, so the
+/// mapping cannot see a partial write; a file replaced or deleted meanwhile
+/// keeps its old contents for this mapping.
+fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: see above; the map is only read, and dropped after decoding.
+    unsafe { memmap2::Mmap::map(&file) }
+}
+
 fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String> {
     let manifest_path = cache_dir.join(store::MANIFEST_FILE);
     let bytes = match std::fs::read(&manifest_path) {
@@ -1290,11 +1302,23 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
         return Err(format!("it belongs to {}", manifest.root));
     }
     let mut state = empty_state(root);
-    for id in &manifest.segment_ids {
+    // Segments decode independently: one per core.
+    let decoded: Vec<Result<Segment, String>> = {
+        use rayon::prelude::*;
+        manifest
+            .segment_ids
+            .par_iter()
+            .map(|id| {
+                let path = cache_dir.join(Segment::file_name(*id));
+                let bytes =
+                    map_file(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+                Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+            })
+            .collect()
+    };
+    for (id, segment) in manifest.segment_ids.iter().zip(decoded) {
+        let segment = segment?;
         let path = cache_dir.join(Segment::file_name(*id));
-        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-        let segment =
-            Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         if segment.id != *id {
             return Err(format!("{}: wrong segment id", path.display()));
         }

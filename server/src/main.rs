@@ -306,6 +306,13 @@ fn pin_compute_threads(cli: &Cli) {
 /// `quarry lsp`: the language server on stdin/stdout. Exits with 1 after an
 /// `exit` that came without `shutdown`, as LSP asks.
 fn run_lsp(max_message_mib: u64) -> Result<()> {
+    // The global pool parses, hashes and decodes for the index: background
+    // work, below the runtime threads that answer requests. (It can only
+    // fail if something built the pool first; then it keeps its priority.)
+    let _ = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("quarry-index-{i}"))
+        .start_handler(|_| quarry::priority::lower_this_thread())
+        .build_global();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -329,6 +329,8 @@ impl Embedder {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("quarry-embed-{i}"))
+            // Document embedding is background work; the query lane is not.
+            .start_handler(|_| crate::priority::lower_this_thread())
             .build()
             .map_err(|e| load_error(dir, format!("cannot start {threads} threads: {e}")))?;
         let query_lane = rayon::ThreadPoolBuilder::new()

@@ -215,22 +215,37 @@ pub(crate) fn gap_windows(
             clamp_to_char_boundary(text, line_start),
             clamp_to_char_boundary(text, line_end.min(end)),
         );
-        let Some(body) = text.get(from..to) else {
-            continue;
-        };
-        let line_offset = index.line_of(from) - 1;
-        for mut chunk in line_windows(path, body, language) {
-            chunk.byte_start += to_u32(from);
-            chunk.byte_end += to_u32(from);
-            chunk.start_line += line_offset;
-            chunk.end_line += line_offset;
-            let name = format!("{path}:{}-{}", chunk.start_line, chunk.end_line);
-            chunk.name = name.clone();
-            chunk.qualified_name = name;
-            out.push(chunk);
-        }
+        out.extend(windows_between(path, text, language, &index, from, to));
     }
     out
+}
+
+/// [`line_windows`] over `text[from..to]` (`from` at a line start), placed
+/// in the file: byte and line positions shifted, named `path:start-end`.
+/// Empty when the range is empty or not on char boundaries.
+fn windows_between(
+    path: &str,
+    text: &str,
+    language: Language,
+    index: &LineIndex<'_>,
+    from: usize,
+    to: usize,
+) -> Vec<Chunk> {
+    let Some(body) = text.get(from..to).filter(|body| !body.is_empty()) else {
+        return Vec::new();
+    };
+    let line_offset = index.line_of(from) - 1;
+    let mut windows = line_windows(path, body, language);
+    for window in &mut windows {
+        window.byte_start += to_u32(from);
+        window.byte_end += to_u32(from);
+        window.start_line += line_offset;
+        window.end_line += line_offset;
+        window.name_line = window.start_line;
+        window.name = format!("{path}:{}-{}", window.start_line, window.end_line);
+        window.qualified_name = window.name.clone();
+    }
+    windows
 }
 
 /// Definitions longer than this many lines get passage windows.
@@ -242,8 +257,8 @@ pub(crate) const DEFINITION_HEAD_LINES: u32 = 30;
 /// Passage windows inside long leaf definitions (a 500-line function, a
 /// macro whose doc is a manual): line windows after the definition's first
 /// [`DEFINITION_HEAD_LINES`] lines, each with the definition as its
-/// container (qualified name `container:start-end`). Nested in the definition, they take those lines out of its
-/// own body, so no searchable unit grows past a few dozen lines: a query
+/// container (qualified name `container:start-end`). Nested in the
+/// definition, they take those lines out of its own body, so no searchable unit grows past a few dozen lines: a query
 /// matching one paragraph of a long function finds that paragraph instead
 /// of losing to BM25 length normalisation over the whole body.
 /// `definitions` must be sorted by (start ascending, end descending); a
@@ -268,20 +283,13 @@ pub(crate) fn passage_windows(
         let Some(&from) = index.starts.get(first_line - 1) else {
             continue;
         };
-        let to = chunk.byte_end as usize;
-        let (Some(body), true) = (text.get(from..to), from < to) else {
-            continue;
-        };
-        let line_offset = index.line_of(from) - 1;
-        for mut window in line_windows(path, body, language) {
-            window.byte_start += to_u32(from);
-            window.byte_end += to_u32(from);
-            window.start_line += line_offset;
-            window.end_line += line_offset;
-            window.name_line = window.start_line;
-            let lines = format!("{}-{}", window.start_line, window.end_line);
-            window.name = format!("{path}:{lines}");
-            window.qualified_name = format!("{}:{lines}", chunk.qualified_name);
+        for mut window in
+            windows_between(path, text, language, index, from, chunk.byte_end as usize)
+        {
+            window.qualified_name = format!(
+                "{}:{}-{}",
+                chunk.qualified_name, window.start_line, window.end_line
+            );
             window.container = Some(chunk.qualified_name.clone());
             out.push(window);
         }

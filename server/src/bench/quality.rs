@@ -827,7 +827,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
             let ranked: Vec<String> = results
                 .hits
                 .iter()
-                .map(|h| format!("{}#{}", h.path, answer_of(h)))
+                .map(|h| format!("{}#{}", h.path, answer_of(&snapshot, h)))
                 .collect();
             let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
             overall.add(&ranked, &expected);
@@ -933,24 +933,16 @@ impl std::fmt::Display for QualityReport {
     }
 }
 
-/// The definition a hit stands for: a passage of a long definition
-/// (`switchMap:83-122`, see `chunk::text::passage_windows`) is that
-/// definition, found where the query matched it.
-fn answer_of(hit: &crate::search::Hit) -> &str {
-    if hit.kind != "lines" {
-        return &hit.symbol;
-    }
-    match hit.symbol.rsplit_once(':') {
-        Some((definition, lines))
-            if !definition.is_empty()
-                && lines.split_once('-').is_some_and(|(a, b)| {
-                    a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
-                }) =>
-        {
-            definition
-        }
-        _ => &hit.symbol,
-    }
+/// The definition a hit stands for: a passage of a long definition (a
+/// line window whose container is that definition, see
+/// `chunk::text::passage_windows`) is that definition, found where the
+/// query matched it.
+fn answer_of<'a>(snapshot: &'a crate::index::Snapshot, hit: &'a crate::search::Hit) -> &'a str {
+    snapshot
+        .chunk(hit.chunk_id)
+        .filter(|(_, chunk)| chunk.kind == ChunkKind::Lines)
+        .and_then(|(_, chunk)| chunk.container.as_deref())
+        .unwrap_or(&hit.symbol)
 }
 
 #[cfg(test)]

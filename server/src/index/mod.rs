@@ -1302,7 +1302,7 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
         return Err(format!("it belongs to {}", manifest.root));
     }
     let mut state = empty_state(root);
-    // Segments decode independently: one per core.
+    // Segments decode and are checked independently: one per core.
     let decoded: Vec<Result<Segment, String>> = {
         use rayon::prelude::*;
         manifest
@@ -1312,22 +1312,23 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
                 let path = cache_dir.join(Segment::file_name(*id));
                 let bytes =
                     map_file(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-                Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+                let segment =
+                    Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+                if segment.id != *id {
+                    return Err(format!("{}: wrong segment id", path.display()));
+                }
+                if segment
+                    .last_chunk_id()
+                    .is_some_and(|last| last >= manifest.next_chunk_id)
+                {
+                    return Err(format!("{}: chunk ids beyond the manifest", path.display()));
+                }
+                Ok(segment)
             })
             .collect()
     };
-    for (id, segment) in manifest.segment_ids.iter().zip(decoded) {
+    for segment in decoded {
         let segment = segment?;
-        let path = cache_dir.join(Segment::file_name(*id));
-        if segment.id != *id {
-            return Err(format!("{}: wrong segment id", path.display()));
-        }
-        if segment
-            .last_chunk_id()
-            .is_some_and(|last| last >= manifest.next_chunk_id)
-        {
-            return Err(format!("{}: chunk ids beyond the manifest", path.display()));
-        }
         state.n_stored += segment.chunks.len() as u64;
         state.segments.push(Arc::new(segment));
     }

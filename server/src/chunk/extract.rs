@@ -140,9 +140,12 @@ pub(crate) fn blank_macro_lines(text: &str) -> std::borrow::Cow<'_, str> {
                         .first()
                         .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
                 // `if FMT_CONSTEXPR20 (cond)`: a macro for `constexpr`.
+                let before = line[..start].trim_end();
                 let after_if = after.starts_with('(')
-                    && line[..start].trim_end().ends_with("if")
-                    && line[..start].trim_end().len() < line[..start].len();
+                    && before.len() < start
+                    && before.strip_suffix("if").is_some_and(|rest| {
+                        !rest.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                    });
                 if alone || before_word || after_if {
                     blank.push((line_start + start, line_start + i));
                 }

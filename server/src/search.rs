@@ -341,6 +341,7 @@ struct LexicalHit {
 /// The lexical branch's list, and how well its best candidate matches the
 /// query: the idf-weighted fraction of the query's terms (found anywhere
 /// in the index) that it holds, 0 for no candidate.
+#[derive(Default)]
 struct LexicalList {
     hits: Vec<LexicalHit>,
     coverage: f32,
@@ -402,10 +403,7 @@ pub fn search_with(
     } = if options.branches.lexical {
         lexical_branch(snapshot, &query, depth, options, text, &filter)
     } else {
-        LexicalList {
-            hits: Vec::new(),
-            coverage: 0.0,
-        }
+        LexicalList::default()
     };
     let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
     // One symbol search serves the symbol branch and exact-name priority.
@@ -716,10 +714,7 @@ fn lexical_branch(
     text: &mut dyn TextSource,
     filter: &ChunkFilter<'_>,
 ) -> LexicalList {
-    let mut list = LexicalList {
-        hits: Vec::new(),
-        coverage: 0.0,
-    };
+    let mut list = LexicalList::default();
     if query.is_empty() {
         return list;
     }

@@ -41,4 +41,7 @@ start_nvim() { # extra environment (NAME=value ...): Neovim on README.md, projec
         if pane | grep -qE "STATUS .*: [1-9][0-9]* files"; then return 0; fi
         sleep 0.3
     done
+    echo "$name: the project was never indexed (no file count in :Quarry status)" >&2
+    pane >&2
+    return 1
 }

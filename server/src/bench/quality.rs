@@ -581,11 +581,15 @@ pub fn configs() -> Vec<Config> {
         row("+ path match 1.0", signal(&|s| s.path_match = 1.0)),
         row("+ identifier stems", signal(&|s| s.stems = true)),
         row("+ file evidence 0.1", signal(&|s| s.file_evidence = 0.1)),
-        row("+ lexical confidence 0.65 (dense weight)", {
+        {
+            let confidence = FuseConfig::default().lexical_confidence;
             let mut options = with_saturation.clone();
-            options.fuse.lexical_confidence = FuseConfig::default().lexical_confidence;
-            options
-        }),
+            options.fuse.lexical_confidence = confidence;
+            row(
+                &format!("+ lexical confidence {confidence} (dense weight)"),
+                options,
+            )
+        },
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),

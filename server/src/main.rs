@@ -544,6 +544,11 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
             }
+            // The process ends here: leave the index's memory (hundreds of
+            // thousands of chunk records on a large corpus) to the OS instead
+            // of freeing it piece by piece, which cost ~5% of a search.
+            std::mem::forget(snapshot);
+            std::mem::forget(index);
         }
         Command::Symbols {
             query,

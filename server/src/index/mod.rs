@@ -1277,16 +1277,17 @@ fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterSt
     Err(last_error)
 }
 
-/// A segment file's bytes, mapped rather than read: decoding copies what it
-/// keeps, so mapping saves reading (and zeroing) a buffer as large as the
-/// file, the bulk of opening a large index. Segment files are written to a
-/// temporary name and renamed into place, never changed after, so the
-/// mapping cannot see a partial write; a file replaced or deleted meanwhile
-/// keeps its old contents for this mapping.
-fn map_file(path: &Path) -> std::io::Result<memmap2::Mmap> {
+/// A segment file's bytes, mapped rather than read: the segment's postings
+/// stay views of the mapping, so opening a large index neither reads nor
+/// copies them. Segment files are written to a temporary name and renamed
+/// into place, never changed or truncated after, so the mapping cannot see
+/// a partial write; a file replaced or deleted meanwhile (a merge) keeps
+/// its old contents for this mapping until the segment is dropped.
+fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {
     let file = std::fs::File::open(path)?;
-    // SAFETY: see above; the map is only read, and dropped after decoding.
-    unsafe { memmap2::Mmap::map(&file) }
+    // SAFETY: see above; the map is only ever read.
+    let map = unsafe { memmap2::Mmap::map(&file) }?;
+    Ok(bytes::Bytes::from_owner(map))
 }
 
 fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String> {

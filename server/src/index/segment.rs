@@ -10,12 +10,13 @@
 //! Never: decide liveness (the index owns that), read source files.
 
 use crate::chunk::{Chunk, ChunkKind, Language};
-use crate::codec::{frame, unframe, FormatError, Reader, Writer};
+use crate::codec::{frame_with, unframe_with, Checksum, FormatError, Reader, Writer};
 use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
+use bytes::Bytes;
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
-pub const SEGMENT_VERSION: u32 = 4;
+pub const SEGMENT_VERSION: u32 = 5;
 
 /// Why a file is in the walk but not in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -177,11 +178,19 @@ impl Segment {
         let mut symbols = Vec::new();
         self.symbols.write_to(&mut symbols);
         w.bytes(&symbols);
-        frame(SEGMENT_MAGIC, SEGMENT_VERSION, &w.buf)
+        frame_with(Checksum::Crc32, SEGMENT_MAGIC, SEGMENT_VERSION, &w.buf)
     }
 
-    pub fn from_bytes(bytes: &[u8]) -> Result<Segment, FormatError> {
-        let payload = unframe(bytes, SEGMENT_MAGIC, "segment", SEGMENT_VERSION)?;
+    /// Decodes a segment file. The postings are views of `bytes` (usually
+    /// the mapped file), which the segment keeps alive.
+    pub fn from_bytes(bytes: &Bytes) -> Result<Segment, FormatError> {
+        let payload = unframe_with(
+            Checksum::Crc32,
+            bytes,
+            SEGMENT_MAGIC,
+            "segment",
+            SEGMENT_VERSION,
+        )?;
         let mut r = Reader::new(payload);
         let id = r.u64()?;
         let n_paths = r.len()?;
@@ -287,7 +296,7 @@ impl Segment {
                 state,
             });
         }
-        let lexical = LexicalSegment::read_from(&mut r)?;
+        let lexical = LexicalSegment::read_from(&mut r, bytes)?;
         if lexical.n_docs() as usize != chunks.len() {
             return Err(invalid("postings and chunks disagree"));
         }

@@ -13,6 +13,7 @@ pub mod query;
 pub mod tokenize;
 
 use crate::codec::{get_varint, put_varint, FormatError, Reader, Writer};
+use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
 pub use query::{Phrase, Query};
@@ -187,11 +188,13 @@ impl LexicalBuilder {
     /// `new_doc[d]` is `Some(n)` for a kept document `d`, where `n` counts up
     /// from this builder's `n_docs()` at the time of the call.
     pub fn append_segment(&mut self, segment: &LexicalSegment, keep: &[bool]) -> Vec<Option<u32>> {
-        let mut new_doc = Vec::with_capacity(segment.field_lens.len());
-        for (d, lens) in segment.field_lens.iter().enumerate() {
+        let n_docs = segment.n_docs() as usize;
+        let mut new_doc = Vec::with_capacity(n_docs);
+        for d in 0..n_docs {
             if keep.get(d).copied().unwrap_or(false) {
                 new_doc.push(Some(self.n_docs()));
-                self.field_lens.push(*lens);
+                self.field_lens
+                    .push(segment.field_lens(d).unwrap_or_default());
             } else {
                 new_doc.push(None);
             }
@@ -223,35 +226,41 @@ impl LexicalBuilder {
             .collect();
         order.sort_unstable_by(|a, b| a.0.cmp(b.0));
         let mut map_builder = fst::MapBuilder::memory();
-        let mut df = Vec::with_capacity(order.len());
-        let mut offsets = Vec::with_capacity(order.len() + 1);
+        let mut table = Vec::with_capacity(order.len() * TERM_ENTRY);
         let total: usize = self.postings.iter().map(Vec::len).sum();
         let mut postings = Vec::with_capacity(total);
         for (ordinal, (term, id)) in order.iter().enumerate() {
             // Keys are sorted and distinct, so insertion cannot fail.
             let _ = map_builder.insert(term, ordinal as u64);
-            df.push(self.df[*id as usize]);
-            offsets.push(postings.len() as u64);
+            table.extend_from_slice(&self.df[*id as usize].to_le_bytes());
+            table.extend_from_slice(&(postings.len() as u64).to_le_bytes());
             postings.extend_from_slice(&self.postings[*id as usize]);
         }
-        offsets.push(postings.len() as u64);
         let fst_bytes = map_builder.into_inner().unwrap_or_default();
-        let terms = fst::Map::new(fst_bytes).unwrap_or_default();
-        let mut sums = [0u64; N_FIELDS];
-        for lens in &self.field_lens {
-            for (s, l) in sums.iter_mut().zip(lens) {
-                *s += u64::from(*l);
+        let terms = fst::Map::new(Bytes::from(fst_bytes)).unwrap_or_else(|_| empty_map());
+        let mut lens = Vec::with_capacity(self.field_lens.len() * LENS_ENTRY);
+        for doc in &self.field_lens {
+            for l in doc {
+                lens.extend_from_slice(&l.to_le_bytes());
             }
         }
-        LexicalSegment {
+        let mut segment = LexicalSegment {
             terms,
-            df,
-            offsets,
-            postings,
-            field_lens: self.field_lens,
-            sums,
-        }
+            table: Bytes::from(table),
+            postings: Bytes::from(postings),
+            lens: Bytes::from(lens),
+            sums: [0; N_FIELDS],
+        };
+        segment.sums = segment.sum_lens();
+        segment
     }
+}
+
+/// The map of no terms, should building the real one ever fail (it cannot:
+/// its keys are sorted and distinct).
+fn empty_map() -> fst::Map<Bytes> {
+    let empty = fst::MapBuilder::memory().into_inner().unwrap_or_default();
+    fst::Map::new(Bytes::from(empty)).expect("the empty map is well-formed")
 }
 
 /// One posting: a document and its term frequency per field.
@@ -261,23 +270,48 @@ pub struct Posting {
     pub tfs: [u32; N_FIELDS],
 }
 
-/// Immutable postings of one segment.
+/// Immutable postings of one segment. Every part is a [`Bytes`] view: a
+/// segment read from disk points into the mapped file instead of copying
+/// it, so opening an index allocates nothing per term or per document.
 pub struct LexicalSegment {
-    terms: fst::Map<Vec<u8>>,
-    df: Vec<u32>,
-    offsets: Vec<u64>,
-    postings: Vec<u8>,
-    field_lens: Vec<[u16; N_FIELDS]>,
+    terms: fst::Map<Bytes>,
+    /// Per term ordinal, [`TERM_ENTRY`] bytes: document frequency (u32 LE)
+    /// and the start of its postings (u64 LE).
+    table: Bytes,
+    postings: Bytes,
+    /// Per document, [`N_FIELDS`] field lengths (u16 LE).
+    lens: Bytes,
     sums: [u64; N_FIELDS],
+}
+
+const TERM_ENTRY: usize = 12;
+const LENS_ENTRY: usize = 2 * N_FIELDS;
+
+fn le_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn le_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
 }
 
 impl LexicalSegment {
     pub fn n_docs(&self) -> u32 {
-        self.field_lens.len() as u32
+        (self.lens.len() / LENS_ENTRY) as u32
     }
 
     pub fn n_terms(&self) -> usize {
-        self.df.len()
+        self.table.len() / TERM_ENTRY
+    }
+
+    /// The field lengths of document `doc`.
+    pub fn field_lens(&self, doc: usize) -> Option<[u16; N_FIELDS]> {
+        let raw = self.lens.get(doc * LENS_ENTRY..(doc + 1) * LENS_ENTRY)?;
+        let mut lens = [0u16; N_FIELDS];
+        for (f, l) in lens.iter_mut().enumerate() {
+            *l = u16::from_le_bytes([raw[2 * f], raw[2 * f + 1]]);
+        }
+        Some(lens)
     }
 
     pub fn field_len_sums(&self) -> [u64; N_FIELDS] {
@@ -321,12 +355,21 @@ impl LexicalSegment {
     }
 
     pub fn df(&self, ordinal: usize) -> u32 {
-        self.df.get(ordinal).copied().unwrap_or(0)
+        le_u32(&self.table, ordinal * TERM_ENTRY).unwrap_or(0)
+    }
+
+    /// Where term `ordinal`'s postings start (the postings' length past the
+    /// last term).
+    fn postings_start(&self, ordinal: usize) -> usize {
+        if ordinal == self.n_terms() {
+            return self.postings.len();
+        }
+        le_u64(&self.table, ordinal * TERM_ENTRY + 4).unwrap_or(0) as usize
     }
 
     pub fn postings_at(&self, ordinal: usize) -> PostingIter<'_> {
-        let start = self.offsets.get(ordinal).copied().unwrap_or(0) as usize;
-        let end = self.offsets.get(ordinal + 1).copied().unwrap_or(0) as usize;
+        let start = self.postings_start(ordinal);
+        let end = self.postings_start(ordinal + 1);
         PostingIter {
             buf: self.postings.get(start..end).unwrap_or(&[]),
             pos: 0,
@@ -336,60 +379,64 @@ impl LexicalSegment {
 
     pub fn write_to(&self, w: &mut Writer) {
         w.bytes(self.terms.as_fst().as_bytes());
-        w.varint(self.df.len() as u64);
-        for (df, offset) in self.df.iter().zip(&self.offsets) {
-            w.varint(u64::from(*df));
-            w.varint(*offset);
-        }
+        w.bytes(&self.table);
         w.bytes(&self.postings);
-        w.varint(self.field_lens.len() as u64);
-        for lens in &self.field_lens {
-            for l in lens {
-                w.varint(u64::from(*l));
-            }
-        }
+        w.bytes(&self.lens);
     }
 
-    pub fn read_from(r: &mut Reader<'_>) -> Result<LexicalSegment, FormatError> {
-        let fst_bytes = r.bytes()?.to_vec();
-        let terms = fst::Map::new(fst_bytes)
+    /// Reads what [`LexicalSegment::write_to`] wrote. `r` reads from inside
+    /// `base`, which the segment then shares instead of copying.
+    pub fn read_from(r: &mut Reader<'_>, base: &Bytes) -> Result<LexicalSegment, FormatError> {
+        let invalid = |what: &str| FormatError::Invalid(what.to_string());
+        let terms = fst::Map::new(share(base, r.bytes()?))
             .map_err(|e| FormatError::Invalid(format!("term dictionary: {e}")))?;
-        let n_terms = r.len()?;
-        if n_terms != terms.len() {
-            return Err(FormatError::Invalid("term count mismatch".into()));
+        let table = share(base, r.bytes()?);
+        let postings = share(base, r.bytes()?);
+        let lens = share(base, r.bytes()?);
+        if !table.len().is_multiple_of(TERM_ENTRY) || table.len() / TERM_ENTRY != terms.len() {
+            return Err(invalid("term count mismatch"));
         }
-        let mut df = Vec::with_capacity(n_terms);
-        let mut offsets = Vec::with_capacity(n_terms + 1);
-        for _ in 0..n_terms {
-            df.push(r.varint_u32()?);
-            offsets.push(r.varint()?);
+        if !lens.len().is_multiple_of(LENS_ENTRY) {
+            return Err(invalid("field lengths"));
         }
-        let postings = r.bytes()?.to_vec();
-        offsets.push(postings.len() as u64);
-        if offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err(FormatError::Invalid("postings offsets out of order".into()));
-        }
-        let n_docs = r.len()?;
-        let mut field_lens = Vec::with_capacity(n_docs);
-        let mut sums = [0u64; N_FIELDS];
-        for _ in 0..n_docs {
-            let mut lens = [0u16; N_FIELDS];
-            for (f, l) in lens.iter_mut().enumerate() {
-                let value = r.varint()?;
-                *l = u16::try_from(value)
-                    .map_err(|_| FormatError::Invalid("field length".into()))?;
-                sums[f] += value;
-            }
-            field_lens.push(lens);
-        }
-        Ok(LexicalSegment {
+        let mut segment = LexicalSegment {
             terms,
-            df,
-            offsets,
+            table,
             postings,
-            field_lens,
-            sums,
-        })
+            lens,
+            sums: [0; N_FIELDS],
+        };
+        let starts = (0..=segment.n_terms()).map(|o| segment.postings_start(o));
+        let mut prev = 0;
+        for start in starts {
+            if start < prev || start > segment.postings.len() {
+                return Err(invalid("postings offsets out of order"));
+            }
+            prev = start;
+        }
+        segment.sums = segment.sum_lens();
+        Ok(segment)
+    }
+
+    fn sum_lens(&self) -> [u64; N_FIELDS] {
+        let mut sums = [0u64; N_FIELDS];
+        for raw in self.lens.chunks_exact(LENS_ENTRY) {
+            for (f, s) in sums.iter_mut().enumerate() {
+                *s += u64::from(u16::from_le_bytes([raw[2 * f], raw[2 * f + 1]]));
+            }
+        }
+        sums
+    }
+}
+
+/// `part` (a slice of `base`) as a view sharing `base`'s memory; a copy
+/// should it ever lie elsewhere.
+fn share(base: &Bytes, part: &[u8]) -> Bytes {
+    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+    if start <= base.len() && part.len() <= base.len() - start {
+        base.slice(start..start + part.len())
+    } else {
+        Bytes::copy_from_slice(part)
     }
 }
 
@@ -510,7 +557,7 @@ pub fn score_term(
     let bit = 1u64 << (term_bit.min(63));
     for posting in segment.postings_at(ordinal) {
         let d = posting.doc as usize;
-        let Some(lens) = segment.field_lens.get(d) else {
+        let Some(lens) = segment.field_lens(d) else {
             break;
         };
         let mut tf = 0.0f32;
@@ -647,9 +694,17 @@ mod tests {
         let segment = build(&[("alpha", "beta gamma"), ("beta", "beta beta delta")]);
         let mut w = Writer::new();
         segment.write_to(&mut w);
-        let mut r = Reader::new(&w.buf);
-        let loaded = LexicalSegment::read_from(&mut r).expect("round trip");
+        let base = Bytes::from(w.buf);
+        let mut r = Reader::new(&base);
+        let loaded = LexicalSegment::read_from(&mut r, &base).expect("round trip");
         assert_eq!(loaded.n_docs(), 2);
+        assert_eq!(loaded.field_len_sums(), segment.field_len_sums());
+        // Loading shares the bytes it read instead of copying them.
+        let inside = |part: &Bytes| {
+            let at = part.as_ptr() as usize;
+            at >= base.as_ptr() as usize && at + part.len() <= base.as_ptr() as usize + base.len()
+        };
+        assert!(inside(&loaded.postings) && inside(&loaded.table) && inside(&loaded.lens));
         let ordinal = loaded.term_ordinal("beta").expect("beta indexed");
         let postings: Vec<Posting> = loaded.postings_at(ordinal).collect();
         assert_eq!(postings.len(), 2);
@@ -664,9 +719,10 @@ mod tests {
         let segment = build(&[("alpha", "beta")]);
         let mut w = Writer::new();
         segment.write_to(&mut w);
-        for cut in 0..w.buf.len() {
-            let mut r = Reader::new(&w.buf[..cut]);
-            assert!(LexicalSegment::read_from(&mut r).is_err());
+        let base = Bytes::from(w.buf);
+        for cut in 0..base.len() {
+            let mut r = Reader::new(&base[..cut]);
+            assert!(LexicalSegment::read_from(&mut r, &base).is_err());
         }
     }
 

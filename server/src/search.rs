@@ -565,6 +565,18 @@ impl<'a> ChunkFilter<'a> {
     }
 
     /// Whether `chunk` (of `segment`) may be returned.
+    /// [`Self::accepts_in`] for the chunk at position `doc`, reading its
+    /// record only when a filter is set.
+    fn accepts_doc(&self, segment: &Segment, doc: u32) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        segment
+            .chunks
+            .get(doc as usize)
+            .is_some_and(|chunk| self.accepts_in(segment, chunk))
+    }
+
     fn accepts_in(&self, segment: &Segment, chunk: &ChunkRecord) -> bool {
         if self.filter.is_empty() {
             return true;
@@ -819,9 +831,8 @@ fn lexical_branch(
         for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
             let group_of = |doc: u32| {
                 segment
-                    .chunks
-                    .get(doc as usize)
-                    .map_or(usize::MAX, |c| c.path_idx as usize)
+                    .key(doc as usize)
+                    .map_or(usize::MAX, |k| k.path_idx as usize)
             };
             let group_of: Option<&dyn Fn(u32) -> usize> = (file_weight > 0.0).then_some(&group_of);
             let n_groups = if group_of.is_some() {
@@ -846,21 +857,21 @@ fn lexical_branch(
                 }
             }
             for &doc in &acc.touched {
-                let Some(chunk) = segment.chunks.get(doc as usize) else {
+                let Some(key) = segment.key(doc as usize) else {
                     continue;
                 };
-                if !snapshot.is_live(chunk.chunk_id) || !filter.accepts_in(segment, chunk) {
+                if !snapshot.is_live(key.chunk_id) || !filter.accepts_doc(segment, doc) {
                     continue;
                 }
                 let mut score = acc.scores[doc as usize];
                 if file_weight > 0.0 {
-                    let file = acc.group_scores.get(chunk.path_idx as usize);
+                    let file = acc.group_scores.get(key.path_idx as usize);
                     score += file_weight * file.copied().unwrap_or(0.0);
                 }
                 let matched = acc.matched[doc as usize];
                 let candidate = Candidate {
                     score,
-                    chunk_id: chunk.chunk_id,
+                    chunk_id: key.chunk_id,
                     matched,
                 };
                 if !phrase_masks.is_empty() && phrase_masks.iter().all(|m| matched & m == *m) {

@@ -96,9 +96,51 @@ pub struct Segment {
     pub chunks: Vec<ChunkRecord>,
     pub lexical: LexicalSegment,
     pub symbols: SymbolTable,
+    /// `chunks[i]`'s id and path, packed apart from the records: the
+    /// lexical branch reads them for every matching document, and 8 bytes
+    /// a document stay in cache where 120-byte records do not.
+    keys: Vec<DocKey>,
+}
+
+/// The two fields of a chunk record that scoring reads per document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocKey {
+    pub chunk_id: u32,
+    pub path_idx: u32,
 }
 
 impl Segment {
+    fn new(
+        id: u64,
+        rows: Vec<FileRow>,
+        paths: Vec<Box<str>>,
+        chunks: Vec<ChunkRecord>,
+        lexical: LexicalSegment,
+        symbols: SymbolTable,
+    ) -> Segment {
+        let keys = chunks
+            .iter()
+            .map(|c| DocKey {
+                chunk_id: c.chunk_id,
+                path_idx: c.path_idx,
+            })
+            .collect();
+        Segment {
+            id,
+            rows,
+            paths,
+            chunks,
+            lexical,
+            symbols,
+            keys,
+        }
+    }
+
+    /// Id and path of the chunk at position `doc` (its lexical document).
+    pub fn key(&self, doc: usize) -> Option<DocKey> {
+        self.keys.get(doc).copied()
+    }
+
     pub fn path_of(&self, chunk: &ChunkRecord) -> &str {
         self.paths.get(chunk.path_idx as usize).map_or("", |p| p)
     }
@@ -305,14 +347,7 @@ impl Segment {
         if !r.is_empty() {
             return Err(invalid("trailing bytes"));
         }
-        Ok(Segment {
-            id,
-            rows,
-            paths,
-            chunks,
-            lexical,
-            symbols,
-        })
+        Ok(Segment::new(id, rows, paths, chunks, lexical, symbols))
     }
 }
 
@@ -435,14 +470,14 @@ impl SegmentBuilder {
             }
         }
         let symbols = build_symbols(&self.chunks);
-        Segment {
+        Segment::new(
             id,
-            rows: self.rows,
-            paths: self.paths,
-            chunks: self.chunks,
-            lexical: self.lexical.finish(),
+            self.rows,
+            self.paths,
+            self.chunks,
+            self.lexical.finish(),
             symbols,
-        }
+        )
     }
 }
 
@@ -551,12 +586,5 @@ pub fn merge(
         }
     }
     let symbols = build_symbols(&chunks);
-    Segment {
-        id,
-        rows,
-        paths,
-        chunks,
-        lexical: lexical.finish(),
-        symbols,
-    }
+    Segment::new(id, rows, paths, chunks, lexical.finish(), symbols)
 }

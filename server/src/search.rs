@@ -311,6 +311,17 @@ impl TopK {
         }
     }
 
+    /// The score a new candidate must beat to enter: minus infinity while
+    /// there is room, infinity when `k` is 0.
+    fn bar(&self) -> f32 {
+        if self.heap.len() < self.k {
+            return f32::NEG_INFINITY;
+        }
+        self.heap
+            .peek()
+            .map_or(f32::INFINITY, |worst| worst.0.score)
+    }
+
     fn into_sorted(self) -> Vec<Candidate> {
         let mut out: Vec<Candidate> = self.heap.into_iter().map(|r| r.0).collect();
         out.sort_by(|a, b| b.cmp(a));
@@ -856,7 +867,19 @@ fn lexical_branch(
                     );
                 }
             }
+            // A document whose score plus the best file bonus cannot beat
+            // either list's bar is skipped before its key and liveness are
+            // read: most of a common word's documents.
+            let file_bonus = if file_weight > 0.0 {
+                file_weight * acc.max_group_score()
+            } else {
+                0.0
+            };
             for &doc in &acc.touched {
+                let bound = acc.scores[doc as usize] + file_bonus;
+                if bound < top.bar() && bound < phrase_top.bar() {
+                    continue;
+                }
                 let Some(key) = segment.key(doc as usize) else {
                     continue;
                 };

@@ -537,6 +537,16 @@ impl Accumulator {
     }
 }
 
+impl Accumulator {
+    /// The highest group score so far (0 with no group).
+    pub fn max_group_score(&self) -> f32 {
+        self.groups_touched_any
+            .iter()
+            .filter_map(|&g| self.group_scores.get(g as usize))
+            .fold(0.0, |max, &s| if s > max { s } else { max })
+    }
+}
+
 /// Adds the BM25F contribution of one query term (index `term_bit` < 64,
 /// global inverse document frequency `idf`) to every document of `segment`
 /// that contains it. With `group_of` (a document's group, below the

@@ -845,7 +845,7 @@ fn lexical_branch(
                     .key(doc as usize)
                     .map_or(usize::MAX, |k| k.path_idx as usize)
             };
-            let group_of: Option<&dyn Fn(u32) -> usize> = (file_weight > 0.0).then_some(&group_of);
+            let group_of = (file_weight > 0.0).then_some(&group_of);
             let n_groups = if group_of.is_some() {
                 segment.paths.len()
             } else {

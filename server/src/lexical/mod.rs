@@ -553,7 +553,7 @@ impl Accumulator {
 /// `n_groups` given to `reset`), the term also scores each group once, on
 /// the sum of its documents' term frequencies.
 #[allow(clippy::too_many_arguments)]
-pub fn score_term(
+pub fn score_term<G: Fn(u32) -> usize>(
     segment: &LexicalSegment,
     ordinal: usize,
     term_bit: usize,
@@ -561,33 +561,67 @@ pub fn score_term(
     stats: &CorpusStats,
     config: &Bm25Config,
     acc: &mut Accumulator,
-    group_of: Option<&dyn Fn(u32) -> usize>,
+    group_of: Option<&G>,
 ) {
     let avg = stats.avg_lens();
     let bit = 1u64 << (term_bit.min(63));
-    for posting in segment.postings_at(ordinal) {
-        let d = posting.doc as usize;
-        let Some(lens) = segment.field_lens(d) else {
+    // Per field: weight, and the length norm `1 - b + b * len / avg` as
+    // `fixed + per_len * len`.
+    let weight = config.fields.map(|p| p.weight);
+    let fixed = config.fields.map(|p| 1.0 - p.b);
+    let mut per_len = [0f32; N_FIELDS];
+    for (f, slot) in per_len.iter_mut().enumerate() {
+        *slot = config.fields[f].b / avg[f];
+    }
+    let saturate = |tf: f32| idf * tf * (config.k1 + 1.0) / (config.k1 + tf);
+    // The postings decoded in place (the loop `PostingIter` runs, without
+    // materialising each posting's five frequencies): a common word has
+    // hundreds of thousands.
+    let start = segment.postings_start(ordinal);
+    let end = segment.postings_start(ordinal + 1);
+    let buf = segment.postings.get(start..end).unwrap_or(&[]);
+    let lens = &segment.lens[..];
+    let mut pos = 0;
+    let mut doc: Option<u32> = None;
+    while pos < buf.len() {
+        let Some(delta) = get_varint(buf, &mut pos).and_then(|v| u32::try_from(v).ok()) else {
             break;
         };
+        let Some(d32) = doc.map_or(Some(delta), |prev| prev.checked_add(delta)) else {
+            break;
+        };
+        doc = Some(d32);
+        let d = d32 as usize;
+        let (Some(&mask), Some(doc_lens)) =
+            (buf.get(pos), lens.get(d * LENS_ENTRY..(d + 1) * LENS_ENTRY))
+        else {
+            break;
+        };
+        pos += 1;
         let mut tf = 0.0f32;
-        for f in 0..N_FIELDS {
-            let raw = posting.tfs[f];
-            if raw == 0 {
-                continue;
-            }
-            let params = config.fields[f];
-            let norm = 1.0 - params.b + params.b * f32::from(lens[f]) / avg[f];
-            tf += params.weight * raw as f32 / norm.max(0.01);
+        let mut fields = mask & ((1 << N_FIELDS) - 1);
+        let mut truncated = false;
+        while fields != 0 {
+            let f = fields.trailing_zeros() as usize;
+            fields &= fields - 1;
+            let Some(raw) = get_varint(buf, &mut pos) else {
+                truncated = true;
+                break;
+            };
+            let len = f32::from(u16::from_le_bytes([doc_lens[2 * f], doc_lens[2 * f + 1]]));
+            let norm = fixed[f] + per_len[f] * len;
+            tf += weight[f] * raw as f32 / norm.max(0.01);
         }
-        let contribution = idf * tf * (config.k1 + 1.0) / (config.k1 + tf);
+        if truncated {
+            break;
+        }
         if acc.matched[d] == 0 {
-            acc.touched.push(posting.doc);
+            acc.touched.push(d32);
         }
-        acc.scores[d] += contribution;
+        acc.scores[d] += saturate(tf);
         acc.matched[d] |= bit;
         if let Some(group_of) = group_of {
-            let g = group_of(posting.doc);
+            let g = group_of(d32);
             if let Some(slot) = acc.group_tf.get_mut(g) {
                 if *slot == 0.0 {
                     acc.group_touched.push(g as u32);
@@ -602,7 +636,7 @@ pub fn score_term(
         if acc.group_scores[g] == 0.0 {
             acc.groups_touched_any.push(g as u32);
         }
-        acc.group_scores[g] += idf * tf * (config.k1 + 1.0) / (config.k1 + tf);
+        acc.group_scores[g] += saturate(tf);
     }
 }
 
@@ -646,7 +680,7 @@ mod tests {
                     &stats,
                     &Bm25Config::default(),
                     &mut acc,
-                    None,
+                    None::<&fn(u32) -> usize>,
                 );
             }
         }

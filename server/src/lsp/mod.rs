@@ -355,15 +355,40 @@ impl State {
 type Progress =
     tower_lsp_server::OngoingProgress<tower_lsp_server::Bounded, tower_lsp_server::NotCancellable>;
 
-/// Reports `done`/`total` on `progress` every 200 ms while `job` runs on a
-/// blocking thread.
+/// A background job that ended without a result: it panicked, or its
+/// thread could not start.
+#[derive(Debug)]
+struct JobLost;
+
+/// Runs an index job (walk, parse, merge, embed) on a thread of its own at
+/// background priority ([`crate::priority`]) and awaits it without blocking
+/// the runtime. Not `spawn_blocking`: a nice value cannot be raised back
+/// without privileges, and a pooled thread lowered for one job could later
+/// answer a `workspace/symbol` request at the lowered priority.
+async fn in_background<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, JobLost> {
+    let (send, receive) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("quarry-index-job".into())
+        .spawn(move || {
+            crate::priority::lower_this_thread();
+            let _ = send.send(job());
+        })
+        .map_err(|_| JobLost)?;
+    receive.await.map_err(|_| JobLost)
+}
+
+/// Reports `done`/`total` on `progress` every 200 ms while `job` runs in
+/// the background ([`in_background`]).
 async fn with_progress<T: Send + 'static>(
     progress: Option<&Progress>,
     what: &'static str,
     counter: Arc<(AtomicU64, AtomicU64)>,
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Option<T> {
-    let mut task = tokio::task::spawn_blocking(job);
+    let task = in_background(job);
+    tokio::pin!(task);
     loop {
         tokio::select! {
             result = &mut task => return result.ok(),
@@ -515,7 +540,7 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     if !paths.is_empty() {
         let job_index = index.clone();
         let job_paths = paths.clone();
-        let result = tokio::task::spawn_blocking(move || job_index.update_paths(&job_paths)).await;
+        let result = in_background(move || job_index.update_paths(&job_paths)).await;
         match result {
             Ok(Ok(_)) => folder.set_error(None),
             Ok(Err(e)) => {
@@ -551,7 +576,7 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     if fast.is_some() || engine.is_some() {
         let job_index = index.clone();
         let job_priority = priority.clone();
-        let done = tokio::task::spawn_blocking(move || {
+        let done = in_background(move || {
             let fast = fast.map(|fast| job_index.embed_paths(&fast, &job_priority));
             let filled = engine.map(|engine| job_index.fill_from_cache(&engine, &job_priority));
             (fast, filled)
@@ -597,7 +622,7 @@ async fn reapply_buffers(
         .filter_map(|(p, _)| crate::walk::relative_path(&folder.root, p))
         .collect();
     let index = index.clone();
-    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || index.update_buffers(&dirty)).await {
+    if let Ok(Err(e)) = in_background(move || index.update_buffers(&dirty)).await {
         state
             .log(MessageType::ERROR, format!("indexing open buffers: {e}"))
             .await;
@@ -655,7 +680,7 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
     *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
     if settings.static_tier && loaded.unavailable_reason().is_none() {
         let transformer = loaded.clone();
-        let fast = tokio::task::spawn_blocking(move || transformer.static_from().map(Arc::new))
+        let fast = in_background(move || transformer.static_from().map(Arc::new))
             .await
             .ok()
             .flatten();
@@ -817,7 +842,7 @@ async fn embed_folder(
 /// Saves a folder's vector index on a blocking thread.
 async fn save_vectors(state: &Arc<State>, index: &Arc<Index>) {
     let index = index.clone();
-    if let Ok(Err(e)) = tokio::task::spawn_blocking(move || index.save_vectors()).await {
+    if let Ok(Err(e)) = in_background(move || index.save_vectors()).await {
         state
             .log(MessageType::ERROR, format!("saving vectors: {e}"))
             .await;
@@ -1561,6 +1586,36 @@ impl LanguageServer for Backend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_jobs_run_lowered_on_their_own_thread_and_report_panics() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let caller = std::thread::current().id();
+        let (thread, value) = runtime
+            .block_on(in_background(|| (std::thread::current().id(), 7)))
+            .expect("the job's result");
+        assert_ne!(thread, caller);
+        assert_eq!(value, 7);
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: plain syscalls on the calling thread.
+            let nice = |()| unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            let before = nice(());
+            let inside = runtime.block_on(in_background(move || nice(())));
+            assert_eq!(
+                inside.expect("nice value"),
+                (before + crate::priority::BACKGROUND_NICE).min(19)
+            );
+            assert_eq!(nice(()), before, "the caller keeps its priority");
+        }
+        let lost = runtime.block_on(in_background(|| -> u32 { panic!("job failed") }));
+        assert!(
+            lost.is_err(),
+            "a panicking job is reported, not awaited forever"
+        );
+    }
 
     fn hit(name: &str, score: f32, pinned: bool) -> SearchHit {
         SearchHit {

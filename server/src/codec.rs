@@ -172,6 +172,94 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// `part` (a slice of `base`) as a view sharing `base`'s memory; a copy
+/// should it ever lie elsewhere.
+pub fn share(base: &bytes::Bytes, part: &[u8]) -> bytes::Bytes {
+    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+    if start <= base.len() && part.len() <= base.len() - start {
+        base.slice(start..start + part.len())
+    } else {
+        bytes::Bytes::copy_from_slice(part)
+    }
+}
+
+/// A short string stored in a file of the index (a chunk's name or
+/// signature), kept as a view of the file's shared bytes: opening an index
+/// of half a million chunks then costs no allocation and no UTF-8 check
+/// per string. It is checked when read; the writer only ever wrote `&str`s
+/// and the frame's checksum guards the bytes, so a failed check means a bug,
+/// and reads as the empty string rather than a panic.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Text(bytes::Bytes);
+
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl Text {
+    /// Reads a length-prefixed string from `r`, which reads from inside
+    /// `base`, as a view of `base`.
+    pub fn read(r: &mut Reader<'_>, base: &bytes::Bytes) -> Result<Text, FormatError> {
+        Ok(Text(share(base, r.bytes()?)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or("")
+    }
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<&str> for Text {
+    fn from(value: &str) -> Text {
+        Text(bytes::Bytes::copy_from_slice(value.as_bytes()))
+    }
+}
+
+impl From<String> for Text {
+    fn from(value: String) -> Text {
+        Text(bytes::Bytes::from(value.into_bytes()))
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// The checksum a framed file ends with. Both guard a cache against torn
 /// writes and bit rot, not against an adversary (whoever can write the
 /// cache directory can recompute either).
@@ -292,6 +380,25 @@ mod tests {
         assert_eq!(r.str(), Ok("hello"));
         assert_eq!(r.u32(), Ok(7));
         assert!(r.u8().is_err());
+    }
+
+    #[test]
+    fn text_is_a_view_read_as_utf8_when_used() {
+        let mut w = Writer::new();
+        w.str("GraphStore::lookup");
+        w.bytes(&[0xff, 0xfe]);
+        let base = bytes::Bytes::from(w.buf);
+        let mut r = Reader::new(&base);
+        let text = Text::read(&mut r, &base).expect("a string");
+        assert_eq!(text, "GraphStore::lookup");
+        assert_eq!(text.len(), 18);
+        let at = text.0.as_ptr() as usize;
+        assert!(at > base.as_ptr() as usize && at < base.as_ptr() as usize + base.len());
+        // Not UTF-8 (never written by the index): empty, not a panic.
+        let broken = Text::read(&mut r, &base).expect("bytes");
+        assert_eq!(broken.as_str(), "");
+        assert!(Text::read(&mut r, &base).is_err(), "nothing left");
+        assert_eq!(Text::from(String::from("a")), Text::from("a"));
     }
 
     #[test]

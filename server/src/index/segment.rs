@@ -10,7 +10,7 @@
 //! Never: decide liveness (the index owns that), read source files.
 
 use crate::chunk::{Chunk, ChunkKind, Language};
-use crate::codec::{frame_with, unframe_with, Checksum, FormatError, Reader, Writer};
+use crate::codec::{frame_with, unframe_with, Checksum, FormatError, Reader, Text, Writer};
 use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
 use bytes::Bytes;
@@ -67,7 +67,8 @@ pub struct FileRow {
     pub state: FileState,
 }
 
-/// A chunk as stored: everything but its text.
+/// A chunk as stored: everything but its text. Its strings are [`Text`]
+/// views of the segment file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChunkRecord {
     pub chunk_id: u32,
@@ -75,9 +76,9 @@ pub struct ChunkRecord {
     pub path_idx: u32,
     pub language: Language,
     pub kind: ChunkKind,
-    pub name: Box<str>,
-    pub qualified_name: Box<str>,
-    pub container: Option<Box<str>>,
+    pub name: Text,
+    pub qualified_name: Text,
+    pub container: Option<Text>,
     pub byte_start: u32,
     pub byte_end: u32,
     pub start_line: u32,
@@ -86,7 +87,7 @@ pub struct ChunkRecord {
     /// [`crate::chunk::Chunk::name_line`]).
     pub name_line: u32,
     pub name_column: u32,
-    pub signature: Box<str>,
+    pub signature: Text,
 }
 
 pub struct Segment {
@@ -259,10 +260,10 @@ impl Segment {
             let language =
                 Language::from_code(r.u8()?).ok_or_else(|| invalid("unknown language"))?;
             let kind = ChunkKind::from_code(r.u8()?).ok_or_else(|| invalid("unknown kind"))?;
-            let name = Box::from(r.str()?);
-            let qualified_name = Box::from(r.str()?);
-            let container = r.str()?;
-            let container = (!container.is_empty()).then(|| Box::from(container));
+            let name = Text::read(&mut r, bytes)?;
+            let qualified_name = Text::read(&mut r, bytes)?;
+            let container = Text::read(&mut r, bytes)?;
+            let container = (!container.is_empty()).then_some(container);
             let byte_start = r.varint_u32()?;
             let byte_end = byte_start
                 .checked_add(r.varint_u32()?)
@@ -276,7 +277,7 @@ impl Segment {
                 .filter(|line| *line <= end_line)
                 .ok_or_else(|| invalid("name line"))?;
             let name_column = r.varint_u32()?;
-            let signature = Box::from(r.str()?);
+            let signature = Text::read(&mut r, bytes)?;
             chunks.push(ChunkRecord {
                 chunk_id,
                 path_idx,

@@ -12,7 +12,7 @@
 pub mod query;
 pub mod tokenize;
 
-use crate::codec::{get_varint, put_varint, FormatError, Reader, Writer};
+use crate::codec::{get_varint, put_varint, share, FormatError, Reader, Writer};
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
@@ -426,17 +426,6 @@ impl LexicalSegment {
             }
         }
         sums
-    }
-}
-
-/// `part` (a slice of `base`) as a view sharing `base`'s memory; a copy
-/// should it ever lie elsewhere.
-fn share(base: &Bytes, part: &[u8]) -> Bytes {
-    let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
-    if start <= base.len() && part.len() <= base.len() - start {
-        base.slice(start..start + part.len())
-    } else {
-        Bytes::copy_from_slice(part)
     }
 }
 

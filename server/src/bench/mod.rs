@@ -10,6 +10,7 @@ pub mod lsp;
 pub mod lsp_client;
 pub mod quality;
 
+use crate::dense::embed::Precision;
 use crate::index::{Index, IndexConfig};
 use crate::search::{find_symbols, search, DiskText, SearchOptions};
 use serde::Serialize;
@@ -467,6 +468,22 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
     })
 }
 
+/// One embedding throughput measurement.
+#[derive(Debug, Serialize)]
+pub struct Throughput {
+    pub precision: &'static str,
+    pub threads: usize,
+    pub budget: usize,
+    pub chunks_per_s: f64,
+}
+
+fn precision_name(precision: Precision) -> &'static str {
+    match precision {
+        Precision::F32 => "f32",
+        Precision::Int8 => "int8",
+    }
+}
+
 /// Dense-branch numbers: embedding throughput, cold hybrid indexing,
 /// re-embedding after an edit, hybrid query latency, memory per vector.
 #[derive(Debug, Serialize)]
@@ -474,8 +491,8 @@ pub struct DenseReport {
     pub corpus: String,
     pub model: String,
     pub chunks: u64,
-    /// Chunks/s at batch 32, (threads, token budget) -> rate.
-    pub throughput: Vec<(usize, usize, f64)>,
+    /// Chunks/s at batch 32 per precision, threads and token budget.
+    pub throughput: Vec<Throughput>,
     pub query_embed_p50_ms: f64,
     pub cold_hybrid_index_s: f64,
     pub cold_embed_chunks_per_s: f64,
@@ -504,10 +521,11 @@ impl fmt::Display for DenseReport {
             "dense corpus      {} ({} chunks), model {}",
             self.corpus, self.chunks, self.model
         )?;
-        for (threads, budget, rate) in &self.throughput {
+        for t in &self.throughput {
             writeln!(
                 f,
-                "embedding         {rate:.1} chunks/s ({threads} thread(s), {budget}-token budget, batch 32)"
+                "embedding         {:.1} chunks/s ({}, {} thread(s), {}-token budget, batch 32)",
+                t.chunks_per_s, t.precision, t.threads, t.budget
             )?;
         }
         writeln!(f, "query embedding   p50 {:.1} ms", self.query_embed_p50_ms)?;
@@ -566,15 +584,17 @@ pub fn run_dense(
     let root = work.path().join("corpus");
     copy_tree(corpus, &root)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engine_with = |threads: usize, budget: usize| {
+    let engine_at = |threads: usize, budget: usize, precision: Option<Precision>| {
         DenseEngine::load(DenseConfig {
             model_dir: model.clone(),
             threads: Some(threads),
             token_budget: budget,
             cache_dir: Some(work.path().join("vectors")),
+            precision,
             ..DenseConfig::default()
         })
     };
+    let engine_with = |threads: usize, budget: usize| engine_at(threads, budget, None);
     let engine = engine_with(cores, 128);
     if let Some(reason) = engine.unavailable_reason() {
         return Err(std::io::Error::other(format!(
@@ -640,9 +660,16 @@ pub fn run_dense(
         }
     }
     let mut throughput = Vec::new();
-    for budget in [128, 256] {
+    // f32 beside int8 at the 128-token budget (int8 only where the CPU
+    // multiplies it natively), then the default precision at 256.
+    let mut configs = vec![(Precision::F32, 128)];
+    if Precision::native() == Precision::Int8 {
+        configs.push((Precision::Int8, 128));
+    }
+    configs.push((Precision::native(), 256));
+    for (precision, budget) in configs {
         for threads in [1, 2] {
-            let engine = engine_with(threads, budget);
+            let engine = engine_at(threads, budget, Some(precision));
             let Some(embedder) = engine.embedder() else {
                 continue;
             };
@@ -657,11 +684,12 @@ pub fn run_dense(
             for batch in refs.chunks(32) {
                 let _ = embedder.embed(batch);
             }
-            throughput.push((
+            throughput.push(Throughput {
+                precision: precision_name(precision),
                 threads,
                 budget,
-                refs.len() as f64 / start.elapsed().as_secs_f64(),
-            ));
+                chunks_per_s: refs.len() as f64 / start.elapsed().as_secs_f64(),
+            });
         }
     }
 

@@ -12,10 +12,14 @@
 //! - the texts of a batch are packed row after row into one
 //!   `(total tokens, hidden)` matrix, so the per-token layers (linear, GELU,
 //!   layer norm) never compute padding, and attention runs per text, so no
-//!   mask is needed;
-//! - GELU (the exact, erf-based one BERT uses) is one pass over contiguous
-//!   memory with a rational erf approximation (error below 2e-7), split over
-//!   the calling rayon pool.
+//!   mask is needed; attention is one op over all texts (`kernels`), texts
+//!   in parallel;
+//! - GELU (the exact, erf-based one BERT uses) is one vectorised pass over
+//!   contiguous memory with a rational erf approximation (error below
+//!   2e-7), split over the calling rayon pool.
+//! - With `Precision::Int8` the linear layers (nearly all the arithmetic)
+//!   run on int8 weights and activations (`qgemm`), where the CPU has
+//!   AVX-512 VNNI; attention, layer norm and GELU stay f32.
 //!
 //! The output is the mean-pooled (not yet normalised) embedding per text,
 //! which the committed float64 reference pins (tests/embeddings.rs).
@@ -23,44 +27,122 @@
 //! Never: padding, masking or any I/O; weights are read once from the
 //! `VarBuilder` at load.
 
+use super::kernels;
+use super::qgemm::QuantLinear;
 use candle_core::{CpuStorage, CustomOp1, Device, Layout, Module, Shape, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
-use rayon::prelude::*;
 
-/// Elements per parallel GELU job.
-const GELU_JOB: usize = 16 * 1024;
+/// How the linear layers multiply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// f32 weights and activations (candle's gemm).
+    F32,
+    /// int8 weights per output column, int8 activations per row, exact
+    /// i32 sums (`qgemm`); 2-3x the f32 throughput where the CPU has
+    /// AVX-512 VNNI, at a cosine of about 0.99 to the f32 vectors.
+    Int8,
+}
 
-/// A linear layer with its weight stored transposed, `(in, out)`, contiguous.
+impl Precision {
+    /// Int8 where this CPU multiplies int8 natively, f32 elsewhere.
+    pub fn native() -> Precision {
+        if QuantLinear::fast_path() {
+            Precision::Int8
+        } else {
+            Precision::F32
+        }
+    }
+}
+
+/// A linear layer: its weight stored transposed, `(in, out)`, contiguous,
+/// or quantised.
 #[derive(Debug)]
-struct Dense {
-    weight_t: Tensor,
-    bias: Tensor,
+enum Dense {
+    F32 { weight_t: Tensor, bias: Tensor },
+    Int8(QuantLinear),
 }
 
 impl Dense {
     /// Loads `prefix.weight` `(out, in)` and `prefix.bias` `(out)`.
-    fn load(vb: &VarBuilder, input: usize, output: usize) -> candle_core::Result<Dense> {
+    fn load(
+        vb: &VarBuilder,
+        input: usize,
+        output: usize,
+        precision: Precision,
+    ) -> candle_core::Result<Dense> {
         let weight = vb.get((output, input), "weight")?;
         let bias = vb.get(output, "bias")?;
-        Dense::from_parts(&[weight], &[bias])
+        Dense::from_parts(&[weight], &[bias], precision)
     }
 
     /// Several `(out_i, in)` weights stacked along `out`, transposed.
-    fn from_parts(weights: &[Tensor], biases: &[Tensor]) -> candle_core::Result<Dense> {
+    fn from_parts(
+        weights: &[Tensor],
+        biases: &[Tensor],
+        precision: Precision,
+    ) -> candle_core::Result<Dense> {
         let weight = Tensor::cat(weights, 0)?;
         let bias = Tensor::cat(biases, 0)?;
-        Ok(Dense {
-            weight_t: weight.t()?.contiguous()?,
-            bias,
+        let weight_t = weight.t()?.contiguous()?;
+        Ok(match precision {
+            Precision::F32 => Dense::F32 { weight_t, bias },
+            Precision::Int8 => {
+                let (input, output) = weight_t.dims2()?;
+                let flat = weight_t.flatten_all()?.to_vec1::<f32>()?;
+                Dense::Int8(QuantLinear::new(
+                    &flat,
+                    input,
+                    output,
+                    &bias.to_vec1::<f32>()?,
+                ))
+            }
         })
     }
 }
 
 impl Module for Dense {
     fn forward(&self, xs: &Tensor) -> candle_core::Result<Tensor> {
-        xs.matmul(&self.weight_t)?.broadcast_add(&self.bias)
+        match self {
+            Dense::F32 { weight_t, bias } => xs.matmul(weight_t)?.broadcast_add(bias),
+            Dense::Int8(layer) => xs.contiguous()?.apply_op1_no_bwd(layer),
+        }
     }
+}
+
+impl CustomOp1 for QuantLinear {
+    fn name(&self) -> &'static str {
+        "quarry-int8-linear"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let xs = contiguous_f32(storage, layout, "int8 linear")?;
+        let (rows, input) = layout.shape().dims2()?;
+        if input != self.inputs() {
+            candle_core::bail!("int8 linear: {input} inputs, expected {}", self.inputs());
+        }
+        let out = self.forward(xs);
+        Ok((CpuStorage::F32(out), Shape::from((rows, self.outputs()))))
+    }
+}
+
+/// The f32 elements of a contiguous tensor, for the custom ops below.
+fn contiguous_f32<'a>(
+    storage: &'a CpuStorage,
+    layout: &Layout,
+    op: &str,
+) -> candle_core::Result<&'a [f32]> {
+    let CpuStorage::F32(data) = storage else {
+        candle_core::bail!("{op}: only f32 tensors are supported");
+    };
+    let Some((start, end)) = layout.contiguous_offsets() else {
+        candle_core::bail!("{op}: input must be contiguous");
+    };
+    Ok(&data[start..end])
 }
 
 #[derive(Debug)]
@@ -113,7 +195,6 @@ pub(crate) struct Encoder {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
-    hidden: usize,
     act: HiddenAct,
     device: Device,
 }
@@ -121,7 +202,11 @@ pub(crate) struct Encoder {
 impl Encoder {
     /// Loads the weights named as in Hugging Face BERT checkpoints, with or
     /// without the `bert.` prefix.
-    pub(crate) fn load(vb: VarBuilder, config: &Config) -> candle_core::Result<Encoder> {
+    pub(crate) fn load(
+        vb: VarBuilder,
+        config: &Config,
+        precision: Precision,
+    ) -> candle_core::Result<Encoder> {
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") {
             vb
         } else {
@@ -161,15 +246,20 @@ impl Encoder {
             }
             let inter = config.intermediate_size;
             layers.push(Layer {
-                qkv: Dense::from_parts(&weights, &biases)?,
-                attention_out: Dense::load(&vb.pp("attention.output.dense"), hidden, hidden)?,
+                qkv: Dense::from_parts(&weights, &biases, precision)?,
+                attention_out: Dense::load(
+                    &vb.pp("attention.output.dense"),
+                    hidden,
+                    hidden,
+                    precision,
+                )?,
                 attention_norm: Norm::load(
                     &vb.pp("attention.output.LayerNorm"),
                     hidden,
                     config.layer_norm_eps,
                 )?,
-                intermediate: Dense::load(&vb.pp("intermediate.dense"), hidden, inter)?,
-                output: Dense::load(&vb.pp("output.dense"), inter, hidden)?,
+                intermediate: Dense::load(&vb.pp("intermediate.dense"), hidden, inter, precision)?,
+                output: Dense::load(&vb.pp("output.dense"), inter, hidden, precision)?,
                 output_norm: Norm::load(&vb.pp("output.LayerNorm"), hidden, config.layer_norm_eps)?,
             });
         }
@@ -181,7 +271,6 @@ impl Encoder {
             layers,
             heads,
             head_dim: hidden / heads,
-            hidden,
             act: config.hidden_act,
             device: vb.device().clone(),
         })
@@ -220,32 +309,12 @@ impl Encoder {
     }
 
     fn layer(&self, layer: &Layer, xs: &Tensor, lengths: &[usize]) -> candle_core::Result<Tensor> {
-        let qkv = layer.qkv.forward(xs)?;
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        let mut contexts = Vec::with_capacity(lengths.len());
-        let mut start = 0;
-        for &len in lengths {
-            // (len, 3 * hidden) -> (3, heads, len, head_dim)
-            let parts = qkv
-                .narrow(0, start, len)?
-                .reshape((len, 3, self.heads, self.head_dim))?
-                .permute((1, 2, 0, 3))?
-                .contiguous()?;
-            let (q, k, v) = (parts.get(0)?, parts.get(1)?, parts.get(2)?);
-            let scores = (q.matmul(&k.t()?)? * scale)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs
-                .matmul(&v)?
-                .transpose(0, 1)?
-                .reshape((len, self.hidden))?;
-            contexts.push(context);
-            start += len;
-        }
-        let context = if contexts.len() == 1 {
-            contexts.pop().unwrap_or_else(|| xs.clone())
-        } else {
-            Tensor::cat(&contexts, 0)?
-        };
+        let qkv = layer.qkv.forward(xs)?.contiguous()?;
+        let context = qkv.apply_op1_no_bwd(&Attention {
+            lengths,
+            heads: self.heads,
+            head_dim: self.head_dim,
+        })?;
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + xs)?)?;
@@ -264,6 +333,36 @@ impl Encoder {
     }
 }
 
+/// Per-text multi-head attention over the packed `(tokens, 3 * hidden)`
+/// query-key-value rows (`kernels::attention`).
+struct Attention<'a> {
+    lengths: &'a [usize],
+    heads: usize,
+    head_dim: usize,
+}
+
+impl CustomOp1 for Attention<'_> {
+    fn name(&self) -> &'static str {
+        "quarry-attention"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let input = contiguous_f32(storage, layout, "attention")?;
+        let (rows, width) = layout.shape().dims2()?;
+        let hidden = self.heads * self.head_dim;
+        if width != 3 * hidden || self.lengths.iter().sum::<usize>() != rows {
+            candle_core::bail!("attention: {rows}x{width} rows do not match the texts");
+        }
+        let mut out = vec![0f32; rows * hidden];
+        kernels::attention(input, self.lengths, self.heads, self.head_dim, &mut out);
+        Ok((CpuStorage::F32(out), Shape::from((rows, hidden))))
+    }
+}
+
 /// Exact GELU, `x * (1 + erf(x / sqrt 2)) / 2`, over contiguous f32 tensors.
 struct GeluErf;
 
@@ -277,77 +376,17 @@ impl CustomOp1 for GeluErf {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let CpuStorage::F32(data) = storage else {
-            candle_core::bail!("gelu: only f32 tensors are supported");
-        };
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("gelu: input must be contiguous");
-        };
-        let input = &data[start..end];
-        let mut out = vec![0f32; input.len()];
-        out.par_chunks_mut(GELU_JOB)
-            .zip(input.par_chunks(GELU_JOB))
-            .for_each(|(out, input)| {
-                for (o, &x) in out.iter_mut().zip(input) {
-                    *o = gelu_erf(x);
-                }
-            });
+        let input = contiguous_f32(storage, layout, "gelu")?;
+        let mut out = input.to_vec();
+        kernels::gelu_erf_par(&mut out);
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
-}
-
-/// `x * (1 + erf(x / sqrt 2)) / 2`.
-#[inline]
-fn gelu_erf(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
-}
-
-/// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), with
-/// the sign restored for negative inputs.
-#[inline]
-fn erf(x: f32) -> f32 {
-    const P: f32 = 0.327_591_1;
-    const A: [f32; 5] = [
-        0.254_829_6,
-        -0.284_496_74,
-        1.421_413_8,
-        -1.453_152,
-        1.061_405_4,
-    ];
-    let ax = x.abs();
-    let t = 1.0 / (1.0 + P * ax);
-    let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
-    let y = 1.0 - poly * (-ax * ax).exp();
-    y.copysign(x)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use candle_core::D;
-
-    #[test]
-    fn erf_is_close_to_the_series() {
-        // erf by its Taylor series in f64, fine for |x| <= 3.
-        fn series(x: f64) -> f64 {
-            let mut term = x;
-            let mut sum = x;
-            for n in 1..200 {
-                term *= -x * x / n as f64;
-                sum += term / (2 * n + 1) as f64;
-            }
-            sum * 2.0 / std::f64::consts::PI.sqrt()
-        }
-        let mut worst = 0f64;
-        for i in -3000..=3000 {
-            let x = i as f64 / 1000.0;
-            worst = worst.max((erf(x as f32) as f64 - series(x)).abs());
-        }
-        assert!(worst < 5e-7, "max error {worst}");
-        assert_eq!(erf(10.0), 1.0);
-        assert_eq!(erf(-10.0), -1.0);
-        assert_eq!(gelu_erf(0.0), 0.0);
-    }
 
     #[test]
     fn gelu_op_matches_candle_on_any_shape() {

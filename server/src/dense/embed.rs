@@ -35,6 +35,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::Config;
 
 use super::bert::Encoder;
+pub use super::bert::Precision;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 /// The directory name of the default model.
@@ -205,6 +206,10 @@ pub struct EmbedderOptions {
     /// Threads of the embedder's own compute pool (at least 1). A query
     /// made while a batch runs uses one more (see `Embedder::embed`).
     pub threads: usize,
+    /// How the linear layers multiply: by default int8 where the CPU has
+    /// AVX-512 VNNI, else f32; `QUARRY_PRECISION=f32|int8` overrides it.
+    /// Part of the model id, so vectors of the two never mix in a cache.
+    pub precision: Precision,
 }
 
 impl Default for EmbedderOptions {
@@ -213,6 +218,11 @@ impl Default for EmbedderOptions {
         EmbedderOptions {
             max_tokens: DEFAULT_MAX_TOKENS,
             threads: cores.saturating_sub(1).max(1),
+            precision: match std::env::var("QUARRY_PRECISION").as_deref() {
+                Ok("f32") => Precision::F32,
+                Ok("int8") => Precision::Int8,
+                _ => Precision::native(),
+            },
         }
     }
 }
@@ -233,6 +243,7 @@ pub struct Embedder {
     model_id: String,
     dim: usize,
     max_tokens: usize,
+    precision: Precision,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -241,6 +252,7 @@ impl std::fmt::Debug for Embedder {
             .field("model_id", &self.model_id)
             .field("dim", &self.dim)
             .field("max_tokens", &self.max_tokens)
+            .field("precision", &self.precision)
             .field("threads", &self.pool.current_num_threads())
             .finish_non_exhaustive()
     }
@@ -323,7 +335,9 @@ impl Embedder {
         let vb =
             unsafe { VarBuilder::from_mmaped_safetensors(&[&weights_path], DType::F32, &device) }
                 .map_err(|e| load_error(&weights_path, e))?;
-        let model = Encoder::load(vb, &config).map_err(|e| load_error(&weights_path, e))?;
+        let precision = options.precision;
+        let model =
+            Encoder::load(vb, &config, precision).map_err(|e| load_error(&weights_path, e))?;
 
         let threads = options.threads.max(1);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -339,17 +353,17 @@ impl Embedder {
             .build()
             .map_err(|e| load_error(dir, format!("cannot start a thread: {e}")))?;
 
-        let model_id = model_id_for(
-            dir,
-            &[
-                ("config", Some(&config_bytes[..])),
-                ("tokenizer", Some(&tokenizer_bytes[..])),
-                ("pooling", pooling_bytes.as_deref()),
-                ("modules", modules_bytes.as_deref()),
-            ],
-            weights_len,
-            max_tokens,
-        );
+        let mut parts = vec![
+            ("config", Some(&config_bytes[..])),
+            ("tokenizer", Some(&tokenizer_bytes[..])),
+            ("pooling", pooling_bytes.as_deref()),
+            ("modules", modules_bytes.as_deref()),
+        ];
+        // f32 ids stay what they were before int8 existed.
+        if precision == Precision::Int8 {
+            parts.push(("precision", Some(&b"int8"[..])));
+        }
+        let model_id = model_id_for(dir, &parts, weights_len, max_tokens);
         Ok(Embedder {
             model,
             tokenizer,
@@ -360,6 +374,7 @@ impl Embedder {
             model_id,
             dim: config.hidden_size,
             max_tokens,
+            precision,
         })
     }
 
@@ -382,6 +397,11 @@ impl Embedder {
     /// The truncation length in tokens, special tokens included.
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// How the linear layers multiply.
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// The number of threads of the compute pool.

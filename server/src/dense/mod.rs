@@ -15,6 +15,8 @@
 mod bert;
 pub mod cache;
 pub mod embed;
+mod kernels;
+mod qgemm;
 pub mod static_tier;
 pub mod vectors;
 
@@ -45,6 +47,9 @@ pub struct DenseConfig {
     /// Which vectors: the transformer's, or the static tier distilled from
     /// it (see `static_tier`).
     pub tier: DenseTier,
+    /// How the transformer's linear layers multiply; `None` is
+    /// `EmbedderOptions`' default (int8 where the CPU has AVX-512 VNNI).
+    pub precision: Option<embed::Precision>,
 }
 
 /// The kind of vectors a `DenseEngine` makes.
@@ -117,6 +122,7 @@ impl Default for DenseConfig {
             threads: None,
             cache_dir: None,
             tier: DenseTier::Transformer,
+            precision: None,
         }
     }
 }
@@ -151,6 +157,9 @@ impl DenseEngine {
         };
         if let Some(threads) = config.threads {
             options.threads = threads.max(1);
+        }
+        if let Some(precision) = config.precision {
+            options.precision = precision;
         }
         let tier = config.tier;
         let cache_root = config.vector_cache_dir();

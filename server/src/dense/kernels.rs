@@ -1,0 +1,474 @@
+//! Element-wise and attention kernels of the encoder, on plain f32 slices:
+//! exact (erf) GELU, softmax and per-text multi-head attention over packed
+//! rows.
+//!
+//! Each kernel is written once as straight-line loops that LLVM
+//! vectorises, and compiled twice: for the baseline target and, chosen at
+//! run time, for AVX2 + FMA. `exp` is a polynomial here rather than libm's,
+//! so those loops vectorise at all (libm's `expf` is a call per element and
+//! was an eighth of the encoder's time).
+//!
+//! Never: allocate per element, or read outside the slices given.
+
+use rayon::prelude::*;
+
+pub(crate) use generic::max_abs;
+
+/// Elements per parallel GELU job.
+const GELU_JOB: usize = 16 * 1024;
+
+/// The widest instruction set of the kernels' builds this CPU runs
+/// (checked once): 0 baseline, 1 AVX2 + FMA, 2 AVX-512 as well.
+fn level() -> u8 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        use std::sync::OnceLock;
+        static LEVEL: OnceLock<u8> = OnceLock::new();
+        *LEVEL.get_or_init(|| match (has!("avx2") && has!("fma"), has!("avx512f")) {
+            (true, true) => 2,
+            (true, false) => 1,
+            _ => 0,
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// Defines `$name` to run `generic::$name` built for the widest
+/// instruction set this CPU has. The `FMA` parameter says whether
+/// `mul_add` is one instruction there (a libm call on the x86-64
+/// baseline, so that build multiplies and adds instead).
+macro_rules! dispatch {
+    ($name:ident ( $($arg:ident : $ty:ty),* )) => {
+        pub(crate) fn $name($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma,avx512f")]
+                unsafe fn wide($($arg: $ty),*) {
+                    generic::$name::<true>($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn fast($($arg: $ty),*) {
+                    generic::$name::<true>($($arg),*)
+                }
+                match level() {
+                    // SAFETY: `level` found these features on this CPU.
+                    2 => return unsafe { wide($($arg),*) },
+                    // SAFETY: as above.
+                    1 => return unsafe { fast($($arg),*) },
+                    _ => {}
+                }
+                generic::$name::<false>($($arg),*)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                generic::$name::<true>($($arg),*)
+            }
+        }
+    };
+}
+
+dispatch!(gelu_erf_in_place(xs: &mut [f32]));
+
+/// GELU over `xs`, split over the calling rayon pool.
+pub(crate) fn gelu_erf_par(xs: &mut [f32]) {
+    xs.par_chunks_mut(GELU_JOB).for_each(gelu_erf_in_place);
+}
+
+/// Multi-head self-attention of each text on its own, no mask.
+///
+/// `qkv` holds one row of `3 * heads * head_dim` per token, the texts'
+/// rows one after another (`lengths`), each row query, key and value, each
+/// of those `heads` blocks of `head_dim`. `out` receives one row of
+/// `heads * head_dim` per token: per head, the softmax(q k^T * scale)
+/// weighted sum of values. Texts run in parallel on the calling pool.
+pub(crate) fn attention(
+    qkv: &[f32],
+    lengths: &[usize],
+    heads: usize,
+    head_dim: usize,
+    out: &mut [f32],
+) {
+    let hidden = heads * head_dim;
+    let rows: usize = lengths.iter().sum();
+    assert_eq!(qkv.len(), rows * 3 * hidden, "attention: qkv shape");
+    assert_eq!(out.len(), rows * hidden, "attention: output shape");
+    let mut jobs = Vec::with_capacity(lengths.len());
+    let (mut qkv_rest, mut out_rest) = (qkv, out);
+    for &len in lengths {
+        let (q, q_next) = qkv_rest.split_at(len * 3 * hidden);
+        let (o, o_next) = std::mem::take(&mut out_rest).split_at_mut(len * hidden);
+        jobs.push((q, o, len));
+        (qkv_rest, out_rest) = (q_next, o_next);
+    }
+    jobs.into_par_iter()
+        .for_each(|(qkv, out, len)| text_attention(qkv, len, heads, head_dim, out));
+}
+
+dispatch!(text_attention(qkv: &[f32], len: usize, heads: usize, head_dim: usize, out: &mut [f32]));
+
+/// The kernels, generic over the target features they are compiled with.
+mod generic {
+    /// `a * b + c`, fused where `FMA`.
+    #[inline(always)]
+    fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+        if FMA {
+            a.mul_add(b, c)
+        } else {
+            a * b + c
+        }
+    }
+
+    /// `e^x` for f32, relative error below 2e-7 on the range where the
+    /// result is a normal number; flushes to 0 below it.
+    #[inline(always)]
+    pub(super) fn exp(x: f32) -> f32 {
+        const LOG2E: f32 = std::f32::consts::LOG2_E;
+        const LN2_HI: f32 = 0.693_145_75;
+        const LN2_LO: f32 = 1.428_606_8e-6;
+        // 1.5 * 2^23: adding it rounds to an integer held in the low bits.
+        const ROUND: f32 = 12_582_912.0;
+        let x = x.clamp(-87.0, 88.0);
+        let t = x * LOG2E + ROUND;
+        let n = t - ROUND;
+        let r = (x - n * LN2_HI) - n * LN2_LO;
+        // e^r on |r| <= ln 2 / 2, Taylor to degree 6.
+        let p = 1.0
+            + r * (1.0
+                + r * (0.5
+                    + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+        let k = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+        let scale = f32::from_bits(((k + 127) << 23) as u32);
+        p * scale
+    }
+
+    /// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
+    #[inline(always)]
+    pub(super) fn erf(x: f32) -> f32 {
+        const P: f32 = 0.327_591_1;
+        const A: [f32; 5] = [
+            0.254_829_6,
+            -0.284_496_74,
+            1.421_413_8,
+            -1.453_152,
+            1.061_405_4,
+        ];
+        let ax = x.abs();
+        let t = 1.0 / (1.0 + P * ax);
+        let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
+        let y = 1.0 - poly * exp(-ax * ax);
+        y.copysign(x)
+    }
+
+    /// `x * (1 + erf(x / sqrt 2)) / 2`.
+    #[inline(always)]
+    pub(super) fn gelu_erf(x: f32) -> f32 {
+        0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+    }
+
+    #[inline(always)]
+    pub(super) fn gelu_erf_in_place<const FMA: bool>(xs: &mut [f32]) {
+        for x in xs {
+            *x = gelu_erf(*x);
+        }
+    }
+
+    /// Lanes of the reductions below: the loops over them vectorise,
+    /// where a single running float would be a sequential chain.
+    const LANES: usize = 16;
+
+    /// The largest element (`-inf` for none; NaN elements are skipped).
+    #[inline(always)]
+    fn max(xs: &[f32]) -> f32 {
+        let mut lanes = [f32::NEG_INFINITY; LANES];
+        let mut chunks = xs.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (m, &v) in lanes.iter_mut().zip(chunk) {
+                *m = m.max(v);
+            }
+        }
+        let tail = chunks
+            .remainder()
+            .iter()
+            .fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        lanes.iter().fold(tail, |m, &v| m.max(v))
+    }
+
+    /// The largest absolute value (0 for none).
+    #[inline(always)]
+    pub(crate) fn max_abs(xs: &[f32]) -> f32 {
+        let mut lanes = [0f32; LANES];
+        let mut chunks = xs.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (m, &v) in lanes.iter_mut().zip(chunk) {
+                *m = m.max(v.abs());
+            }
+        }
+        let tail = chunks.remainder().iter().fold(0f32, |m, &v| m.max(v.abs()));
+        lanes.iter().fold(tail, |m, &v| m.max(v))
+    }
+
+    #[inline(always)]
+    fn sum(xs: &[f32]) -> f32 {
+        let mut lanes = [0f32; LANES];
+        let mut chunks = xs.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (s, &v) in lanes.iter_mut().zip(chunk) {
+                *s += v;
+            }
+        }
+        let tail: f32 = chunks.remainder().iter().sum();
+        lanes.iter().sum::<f32>() + tail
+    }
+
+    #[inline(always)]
+    pub(super) fn softmax_in_place<const FMA: bool>(xs: &mut [f32]) {
+        let max = max(xs);
+        for x in xs.iter_mut() {
+            *x = exp(*x - max);
+        }
+        let inv = 1.0 / sum(xs);
+        for x in xs {
+            *x *= inv;
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn text_attention<const FMA: bool>(
+        qkv: &[f32],
+        len: usize,
+        heads: usize,
+        head_dim: usize,
+        out: &mut [f32],
+    ) {
+        let hidden = heads * head_dim;
+        let stride = 3 * hidden;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        // Keys transposed (hidden x padded len), read column by column so
+        // the writes are sequential; per head, values (len x padded
+        // head_dim). Zero padding to whole blocks of LANES lets the block
+        // loops below keep their sums in registers.
+        let len_p = len.div_ceil(LANES) * LANES;
+        let dim_p = head_dim.div_ceil(LANES) * LANES;
+        let mut keys_t = vec![0f32; hidden * len_p];
+        for (c, column) in keys_t.chunks_exact_mut(len_p).enumerate() {
+            for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
+                *k = row[hidden + c];
+            }
+        }
+        let mut values = vec![0f32; len * dim_p];
+        let mut scores = vec![0f32; len_p];
+        for h in 0..heads {
+            for (value, row) in values.chunks_exact_mut(dim_p).zip(qkv.chunks_exact(stride)) {
+                value[..head_dim].copy_from_slice(&row[2 * hidden + h * head_dim..][..head_dim]);
+            }
+            let keys = &keys_t[h * head_dim * len_p..][..head_dim * len_p];
+            for (i, row) in qkv.chunks_exact(stride).enumerate() {
+                let query = &row[h * head_dim..][..head_dim];
+                let blocks = len_p / LANES;
+                let mut block = 0;
+                while block + 4 <= blocks {
+                    score_blocks::<4, FMA>(query, keys, len_p, block, scale, &mut scores);
+                    block += 4;
+                }
+                while block < blocks {
+                    score_blocks::<1, FMA>(query, keys, len_p, block, scale, &mut scores);
+                    block += 1;
+                }
+                softmax_in_place::<FMA>(&mut scores[..len]);
+                let context = &mut out[i * hidden + h * head_dim..][..head_dim];
+                let mut block = 0;
+                while block < dim_p / LANES {
+                    if block + 2 <= dim_p / LANES {
+                        context_blocks::<2, FMA>(&scores[..len], &values, dim_p, block, context);
+                        block += 2;
+                    } else {
+                        context_blocks::<1, FMA>(&scores[..len], &values, dim_p, block, context);
+                        block += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scores `NB` blocks of keys from `first`: `scores[j] = scale * q . k_j`,
+    /// with `NB` independent sums in flight.
+    #[inline(always)]
+    fn score_blocks<const NB: usize, const FMA: bool>(
+        query: &[f32],
+        keys_t: &[f32],
+        len_p: usize,
+        first: usize,
+        scale: f32,
+        scores: &mut [f32],
+    ) {
+        let mut acc = [[0f32; LANES]; NB];
+        for (&q, keys) in query.iter().zip(keys_t.chunks_exact(len_p)) {
+            for (b, acc) in acc.iter_mut().enumerate() {
+                let keys = &keys[(first + b) * LANES..][..LANES];
+                for (a, &k) in acc.iter_mut().zip(keys) {
+                    *a = madd::<FMA>(q, k, *a);
+                }
+            }
+        }
+        for (b, acc) in acc.iter().enumerate() {
+            for (s, a) in scores[(first + b) * LANES..][..LANES].iter_mut().zip(acc) {
+                *s = a * scale;
+            }
+        }
+    }
+
+    /// `NB` blocks of the context from `first`: `sum_j p_j v_j`, over two
+    /// interleaved halves of `j` so that `2 * NB` sums are in flight.
+    #[inline(always)]
+    fn context_blocks<const NB: usize, const FMA: bool>(
+        probs: &[f32],
+        values: &[f32],
+        dim_p: usize,
+        first: usize,
+        context: &mut [f32],
+    ) {
+        #[inline(always)]
+        fn add<const NB: usize, const FMA: bool>(
+            acc: &mut [[f32; LANES]; NB],
+            p: f32,
+            value: &[f32],
+            first: usize,
+        ) {
+            for (b, acc) in acc.iter_mut().enumerate() {
+                let value = &value[(first + b) * LANES..][..LANES];
+                for (a, &v) in acc.iter_mut().zip(value) {
+                    *a = madd::<FMA>(p, v, *a);
+                }
+            }
+        }
+        let (mut even, mut odd) = ([[0f32; LANES]; NB], [[0f32; LANES]; NB]);
+        let pairs = probs.chunks_exact(2).zip(values.chunks_exact(2 * dim_p));
+        for (p, value) in pairs {
+            add::<NB, FMA>(&mut even, p[0], &value[..dim_p], first);
+            add::<NB, FMA>(&mut odd, p[1], &value[dim_p..], first);
+        }
+        if probs.len() % 2 == 1 {
+            let last = probs.len() - 1;
+            add::<NB, FMA>(
+                &mut even,
+                probs[last],
+                &values[last * dim_p..][..dim_p],
+                first,
+            );
+        }
+        for (b, (even, odd)) in even.iter().zip(&odd).enumerate() {
+            let start = (first + b) * LANES;
+            if start >= context.len() {
+                break;
+            }
+            let end = (start + LANES).min(context.len());
+            for ((c, e), o) in context[start..end].iter_mut().zip(even).zip(odd) {
+                *c = e + o;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_close_to_libm() {
+        let mut worst = 0f64;
+        for i in -8700..=8800 {
+            let x = i as f32 / 100.0;
+            let want = (x as f64).exp();
+            let got = generic::exp(x) as f64;
+            worst = worst.max(((got - want) / want).abs());
+        }
+        assert!(worst < 3e-7, "max relative error {worst}");
+        assert!(generic::exp(-1000.0) < 1e-37);
+        assert!(generic::exp(1000.0).is_finite());
+    }
+
+    #[test]
+    fn erf_is_close_to_the_series() {
+        // erf by its Taylor series in f64, fine for |x| <= 3.
+        fn series(x: f64) -> f64 {
+            let mut term = x;
+            let mut sum = x;
+            for n in 1..200 {
+                term *= -x * x / n as f64;
+                sum += term / (2 * n + 1) as f64;
+            }
+            sum * 2.0 / std::f64::consts::PI.sqrt()
+        }
+        let mut worst = 0f64;
+        for i in -3000..=3000 {
+            let x = i as f64 / 1000.0;
+            worst = worst.max((generic::erf(x as f32) as f64 - series(x)).abs());
+        }
+        assert!(worst < 5e-7, "max error {worst}");
+        assert_eq!(generic::erf(10.0), 1.0);
+        assert_eq!(generic::erf(-10.0), -1.0);
+        assert_eq!(generic::gelu_erf(0.0), 0.0);
+    }
+
+    #[test]
+    fn dispatched_gelu_equals_the_baseline_build() {
+        let xs: Vec<f32> = (-5000..5000).map(|i| i as f32 / 700.0).collect();
+        let mut fast = xs.clone();
+        gelu_erf_par(&mut fast);
+        let mut slow = xs.clone();
+        generic::gelu_erf_in_place::<false>(&mut slow);
+        for ((f, s), x) in fast.iter().zip(&slow).zip(&xs) {
+            assert!((f - s).abs() <= 1e-6 * s.abs().max(1.0), "{x}: {f} vs {s}");
+        }
+    }
+
+    /// Attention in f64, text by text, head by head, straight from the
+    /// definition.
+    fn reference(qkv: &[f32], lengths: &[usize], heads: usize, hd: usize) -> Vec<f32> {
+        let hidden = heads * hd;
+        let mut out = vec![0f32; qkv.len() / 3];
+        let mut start = 0;
+        for &len in lengths {
+            for h in 0..heads {
+                let at = |row: usize, part: usize, d: usize| {
+                    qkv[(start + row) * 3 * hidden + part * hidden + h * hd + d] as f64
+                };
+                for i in 0..len {
+                    let scores: Vec<f64> = (0..len)
+                        .map(|j| (0..hd).map(|d| at(i, 0, d) * at(j, 1, d)).sum::<f64>())
+                        .map(|s| s / (hd as f64).sqrt())
+                        .collect();
+                    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let total: f64 = weights.iter().sum();
+                    for d in 0..hd {
+                        let value: f64 = (0..len).map(|j| weights[j] * at(j, 2, d)).sum();
+                        out[(start + i) * hidden + h * hd + d] = (value / total) as f32;
+                    }
+                }
+            }
+            start += len;
+        }
+        out
+    }
+
+    #[test]
+    fn attention_matches_the_definition_per_text() {
+        let (heads, hd) = (3, 5);
+        let lengths = [1, 7, 2, 13];
+        let rows: usize = lengths.iter().sum();
+        let qkv: Vec<f32> = (0..rows * 3 * heads * hd)
+            .map(|i| ((i * 7919 % 1000) as f32 / 250.0) - 2.0)
+            .collect();
+        let mut out = vec![f32::NAN; rows * heads * hd];
+        attention(&qkv, &lengths, heads, hd, &mut out);
+        let want = reference(&qkv, &lengths, heads, hd);
+        for (i, (g, w)) in out.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() < 1e-5, "element {i}: {g} vs {w}");
+        }
+    }
+}

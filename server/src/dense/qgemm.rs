@@ -1,0 +1,440 @@
+//! Int8 linear layers for the encoder: weights quantised once at load,
+//! activations per row at run time, products accumulated exactly in i32.
+//!
+//! - A weight column `j` is stored as `round(w / s_j)` in `[-127, 127]` with
+//!   `s_j = max |w[.., j]| / 127`; a row of activations as
+//!   `round(x / t) + 128` in `[1, 255]` with `t = max |x| / 127`, so the
+//!   product is `t * s_j * (acc - 128 * sum_k q_w[k, j])`. The sum over
+//!   `k` is integer and exact, so the AVX-512 VNNI kernel and the portable
+//!   one give bit-identical results (a test pins it).
+//! - Weights are packed in panels of 16 output columns, each panel
+//!   `k / 4` blocks of 16 columns x 4 consecutive inputs, the operand
+//!   layout of `vpdpbusd`.
+//! - Rows are split over the calling rayon pool in jobs of `JOB_ROWS`.
+//!
+//! Used only where the CPU has AVX-512 VNNI (`QuantLinear::fast_path`):
+//! elsewhere the portable kernel would be slower than f32 gemm, so the
+//! encoder keeps f32 there.
+//!
+//! Never: allocation per element, or any I/O.
+
+use rayon::prelude::*;
+
+/// Output columns per panel (one 512-bit register of i32).
+const PANEL: usize = 16;
+/// Panels a kernel tile covers; columns are padded to `PANEL * TILE_PANELS`.
+const TILE_PANELS: usize = 4;
+/// Rows a kernel tile covers.
+const TILE_ROWS: usize = 4;
+/// Rows per parallel job.
+const JOB_ROWS: usize = 32;
+
+/// `y = x W + b` with `W` quantised to int8 per output column.
+#[derive(Debug)]
+pub(crate) struct QuantLinear {
+    /// Input features.
+    k: usize,
+    /// Output features.
+    n: usize,
+    /// `k` rounded up to a multiple of 4.
+    k4: usize,
+    /// Panels of `PANEL` columns, a multiple of `TILE_PANELS`.
+    panels: usize,
+    /// `panels x (k4 / 4) x PANEL x 4` weights.
+    packed: Vec<i8>,
+    /// Per output column: the weight scale.
+    scale: Vec<f32>,
+    /// Per output column: 128 times the sum of its quantised weights, the
+    /// activations' zero point to take off the accumulator.
+    offset: Vec<i32>,
+    bias: Vec<f32>,
+}
+
+impl QuantLinear {
+    /// Whether this CPU runs the int8 kernel natively.
+    pub(crate) fn fast_path() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// Quantises `weight_t`, `k` rows of `n` (input-major, as `x W` reads
+    /// it), with `bias` of length `n`.
+    pub(crate) fn new(weight_t: &[f32], k: usize, n: usize, bias: &[f32]) -> QuantLinear {
+        assert_eq!(weight_t.len(), k * n, "weight shape");
+        assert_eq!(bias.len(), n, "bias shape");
+        let mut scale = vec![0f32; n];
+        for row in weight_t.chunks_exact(n) {
+            for (s, &w) in scale.iter_mut().zip(row) {
+                *s = s.max(w.abs());
+            }
+        }
+        for s in &mut scale {
+            *s = if *s > 0.0 { *s / 127.0 } else { 1.0 };
+        }
+        let k4 = k.div_ceil(4) * 4;
+        let panels = n.div_ceil(PANEL * TILE_PANELS) * TILE_PANELS;
+        let mut packed = vec![0i8; panels * k4 * PANEL];
+        let mut offset = vec![0i32; n];
+        for (kk, row) in weight_t.chunks_exact(n).enumerate() {
+            for (j, &w) in row.iter().enumerate() {
+                let q = round_to_int(w / scale[j]).clamp(-127, 127) as i8;
+                offset[j] += 128 * i32::from(q);
+                let (panel, column) = (j / PANEL, j % PANEL);
+                packed[((panel * (k4 / 4) + kk / 4) * PANEL + column) * 4 + kk % 4] = q;
+            }
+        }
+        QuantLinear {
+            k,
+            n,
+            k4,
+            panels,
+            packed,
+            scale,
+            offset,
+            bias: bias.to_vec(),
+        }
+    }
+
+    pub(crate) fn inputs(&self) -> usize {
+        self.k
+    }
+
+    pub(crate) fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// `x` holds rows of `k`; the result rows of `n`, on the calling pool.
+    pub(crate) fn forward(&self, x: &[f32]) -> Vec<f32> {
+        self.forward_with(x, QuantLinear::fast_path())
+    }
+
+    fn forward_with(&self, x: &[f32], fast: bool) -> Vec<f32> {
+        let rows = x.len() / self.k.max(1);
+        let mut out = vec![0f32; rows * self.n];
+        out.par_chunks_mut(JOB_ROWS * self.n)
+            .zip(x.par_chunks(JOB_ROWS * self.k))
+            .for_each(|(out, x)| self.job(x, out, fast));
+        out
+    }
+
+    /// One job: quantise its rows, multiply, scale back.
+    fn job(&self, x: &[f32], out: &mut [f32], fast: bool) {
+        let rows = x.len() / self.k;
+        let mut qx = vec![128u8; rows * self.k4];
+        let mut row_scale = vec![0f32; rows];
+        let width = self.panels * PANEL;
+        let mut acc = vec![0i32; rows * width];
+        #[cfg(target_arch = "x86_64")]
+        if fast {
+            // SAFETY: `fast` is only true when `fast_path` found AVX-512 F,
+            // BW and VNNI; the buffers have the shapes these functions read.
+            unsafe {
+                vnni::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+                vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
+                vnni::scale_back(self, &acc, &row_scale, out);
+            }
+            return;
+        }
+        let _ = fast;
+        quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+        portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
+        scale_back(self, &acc, &row_scale, out);
+    }
+}
+
+/// Rows of `k` activations to rows of `k4` bytes `round(x / t) + 128`, and
+/// each row's `t`.
+#[inline(always)]
+fn quantise(x: &[f32], k: usize, k4: usize, qx: &mut [u8], row_scale: &mut [f32]) {
+    for ((x, q), t) in x
+        .chunks_exact(k)
+        .zip(qx.chunks_exact_mut(k4))
+        .zip(row_scale.iter_mut())
+    {
+        let max = super::kernels::max_abs(x);
+        *t = if max > 0.0 && max.is_finite() {
+            max / 127.0
+        } else {
+            1.0
+        };
+        let inv = 1.0 / *t;
+        for (q, &v) in q.iter_mut().zip(x) {
+            *q = (round_even(v * inv).clamp(-127, 127) + 128) as u8;
+        }
+    }
+}
+
+/// `out = t * s_j * (acc - offset_j) + bias_j`, row by row.
+#[inline(always)]
+fn scale_back(layer: &QuantLinear, acc: &[i32], row_scale: &[f32], out: &mut [f32]) {
+    let width = layer.panels * PANEL;
+    for ((out, acc), &t) in out
+        .chunks_exact_mut(layer.n)
+        .zip(acc.chunks_exact(width))
+        .zip(row_scale)
+    {
+        for ((((o, &a), &s), &off), &b) in out
+            .iter_mut()
+            .zip(acc)
+            .zip(&layer.scale)
+            .zip(&layer.offset)
+            .zip(&layer.bias)
+        {
+            *o = t * s * (a - off) as f32 + b;
+        }
+    }
+}
+
+/// Rounds to the nearest integer, ties to even, for `|v| < 2^22` (beyond,
+/// and for NaN, some integer: callers clamp). Adding 1.5 * 2^23 leaves the
+/// rounded value in the low mantissa bits; unlike a saturating cast this
+/// vectorises.
+#[inline(always)]
+fn round_even(v: f32) -> i32 {
+    const ROUND: f32 = 12_582_912.0;
+    ((v + ROUND).to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32)
+}
+
+/// Rounds half away from zero, as `f32::round` does, without its libm call
+/// (the default x86-64 target has no rounding instruction); NaN gives 0.
+#[inline(always)]
+fn round_to_int(v: f32) -> i32 {
+    (v + 0.5f32.copysign(v)) as i32
+}
+
+/// `acc[r][c] = sum_k qx[r][k] * w[k][c]` over the packed layout.
+fn portable_multiply(
+    qx: &[u8],
+    rows: usize,
+    k4: usize,
+    packed: &[i8],
+    panels: usize,
+    acc: &mut [i32],
+) {
+    let blocks = k4 / 4;
+    let width = panels * PANEL;
+    for r in 0..rows {
+        let x = &qx[r * k4..(r + 1) * k4];
+        let out = &mut acc[r * width..(r + 1) * width];
+        for panel in 0..panels {
+            let w = &packed[panel * blocks * PANEL * 4..(panel + 1) * blocks * PANEL * 4];
+            for b in 0..blocks {
+                for c in 0..PANEL {
+                    let mut sum = 0i32;
+                    for t in 0..4 {
+                        sum += i32::from(x[b * 4 + t]) * i32::from(w[(b * PANEL + c) * 4 + t]);
+                    }
+                    out[panel * PANEL + c] += sum;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use super::{QuantLinear, PANEL, TILE_PANELS, TILE_ROWS};
+    use std::arch::x86_64::*;
+
+    /// `super::quantise`, compiled for AVX-512.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn quantise(
+        x: &[f32],
+        k: usize,
+        k4: usize,
+        qx: &mut [u8],
+        row_scale: &mut [f32],
+    ) {
+        super::quantise(x, k, k4, qx, row_scale)
+    }
+
+    /// `super::scale_back`, compiled for AVX-512.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F and BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn scale_back(
+        layer: &QuantLinear,
+        acc: &[i32],
+        row_scale: &[f32],
+        out: &mut [f32],
+    ) {
+        super::scale_back(layer, acc, row_scale, out)
+    }
+
+    /// As `portable_multiply`, with `vpdpbusd` on tiles of `TILE_ROWS` rows
+    /// by `TILE_PANELS` panels.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F, BW and VNNI; `qx` holds `rows * k4`
+    /// bytes, `packed` `panels * k4 * PANEL`, `acc` `rows * panels * PANEL`,
+    /// and `panels` is a multiple of `TILE_PANELS`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn multiply(
+        qx: &[u8],
+        rows: usize,
+        k4: usize,
+        packed: &[i8],
+        panels: usize,
+        acc: &mut [i32],
+    ) {
+        debug_assert!(qx.len() >= rows * k4);
+        debug_assert!(packed.len() >= panels * k4 * PANEL);
+        debug_assert!(acc.len() >= rows * panels * PANEL);
+        debug_assert_eq!(panels % TILE_PANELS, 0);
+        let blocks = k4 / 4;
+        let width = panels * PANEL;
+        let panel_bytes = blocks * PANEL * 4;
+        let mut panel = 0;
+        while panel < panels {
+            let w = packed.as_ptr().add(panel * panel_bytes);
+            let mut r = 0;
+            while r < rows {
+                let x = qx.as_ptr().add(r * k4);
+                let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
+                match rows - r {
+                    1 => tile::<1>(x, k4, w, panel_bytes, blocks, c, width),
+                    2 => tile::<2>(x, k4, w, panel_bytes, blocks, c, width),
+                    3 => tile::<3>(x, k4, w, panel_bytes, blocks, c, width),
+                    _ => tile::<TILE_ROWS>(x, k4, w, panel_bytes, blocks, c, width),
+                }
+                r += TILE_ROWS;
+            }
+            panel += TILE_PANELS;
+        }
+    }
+
+    /// `ROWS` rows of `x` (stride `lda`) times `TILE_PANELS` panels of `w`
+    /// (stride `panel_bytes`), stored to `c` (stride `ldc`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn tile<const ROWS: usize>(
+        x: *const u8,
+        lda: usize,
+        w: *const i8,
+        panel_bytes: usize,
+        blocks: usize,
+        c: *mut i32,
+        ldc: usize,
+    ) {
+        let mut sums = [[_mm512_setzero_si512(); TILE_PANELS]; ROWS];
+        for b in 0..blocks {
+            let mut ws = [_mm512_setzero_si512(); TILE_PANELS];
+            for (p, wv) in ws.iter_mut().enumerate() {
+                *wv = _mm512_loadu_si512(w.add(p * panel_bytes + b * PANEL * 4).cast());
+            }
+            for (i, row) in sums.iter_mut().enumerate() {
+                let xv = _mm512_set1_epi32(x.add(i * lda + b * 4).cast::<i32>().read_unaligned());
+                for (sum, &wv) in row.iter_mut().zip(&ws) {
+                    *sum = _mm512_dpbusd_epi32(*sum, xv, wv);
+                }
+            }
+        }
+        for (i, row) in sums.iter().enumerate() {
+            for (p, &sum) in row.iter().enumerate() {
+                _mm512_storeu_si512(c.add(i * ldc + p * PANEL).cast(), sum);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic pseudo-random sequence in [-1, 1).
+    fn noise(len: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn f32_reference(x: &[f32], w: &[f32], b: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let rows = x.len() / k;
+        let mut out = vec![0f32; rows * n];
+        for r in 0..rows {
+            for j in 0..n {
+                let mut sum = b[j] as f64;
+                for kk in 0..k {
+                    sum += x[r * k + kk] as f64 * w[kk * n + j] as f64;
+                }
+                out[r * n + j] = sum as f32;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn int8_product_is_close_to_f32_on_odd_shapes() {
+        // k not a multiple of 4, n not of 64, rows not of the tile or job.
+        for (rows, k, n) in [(1, 7, 5), (37, 30, 70), (70, 384, 100)] {
+            let x = noise(rows * k, 1);
+            let w = noise(k * n, 2);
+            let b = noise(n, 3);
+            let layer = QuantLinear::new(&w, k, n, &b);
+            assert_eq!((layer.inputs(), layer.outputs()), (k, n));
+            let got = layer.forward_with(&x, false);
+            let want = f32_reference(&x, &w, &b, k, n);
+            let worst = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| (g - w).abs())
+                .fold(0f32, f32::max);
+            // Two 8-bit roundings per product of values in [-1, 1].
+            assert!(worst < 0.02 * (k as f32).sqrt(), "{rows}x{k}x{n}: {worst}");
+        }
+    }
+
+    #[test]
+    fn vnni_kernel_equals_the_portable_one_bit_for_bit() {
+        if !QuantLinear::fast_path() {
+            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+            return;
+        }
+        for (rows, k, n) in [(1, 384, 384), (6, 30, 70), (71, 384, 1152), (33, 1536, 384)] {
+            let x = noise(rows * k, 4);
+            let w = noise(k * n, 5);
+            let b = noise(n, 6);
+            let layer = QuantLinear::new(&w, k, n, &b);
+            assert_eq!(layer.forward_with(&x, true), layer.forward_with(&x, false));
+        }
+    }
+
+    #[test]
+    fn zero_and_non_finite_rows_do_not_poison_the_others() {
+        let (k, n) = (8, 16);
+        let w = noise(k * n, 7);
+        let b = vec![0.5f32; n];
+        let layer = QuantLinear::new(&w, k, n, &b);
+        let mut x = noise(2 * k, 8);
+        x[..k].fill(0.0);
+        let out = layer.forward_with(&x, false);
+        assert!(
+            out[..n].iter().all(|&v| v == 0.5),
+            "a zero row gives the bias"
+        );
+        let want = f32_reference(&x[k..], &w, &b, k, n);
+        for (g, w) in out[n..].iter().zip(&want) {
+            assert!((g - w).abs() < 0.05, "{g} vs {w}");
+        }
+    }
+}

@@ -477,13 +477,6 @@ pub struct Throughput {
     pub chunks_per_s: f64,
 }
 
-fn precision_name(precision: Precision) -> &'static str {
-    match precision {
-        Precision::F32 => "f32",
-        Precision::Int8 => "int8",
-    }
-}
-
 /// Dense-branch numbers: embedding throughput, cold hybrid indexing,
 /// re-embedding after an edit, hybrid query latency, memory per vector.
 #[derive(Debug, Serialize)]
@@ -685,7 +678,7 @@ pub fn run_dense(
                 let _ = embedder.embed(batch);
             }
             throughput.push(Throughput {
-                precision: precision_name(precision),
+                precision: precision.name(),
                 threads,
                 budget,
                 chunks_per_s: refs.len() as f64 / start.elapsed().as_secs_f64(),

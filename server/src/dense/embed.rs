@@ -218,11 +218,10 @@ impl Default for EmbedderOptions {
         EmbedderOptions {
             max_tokens: DEFAULT_MAX_TOKENS,
             threads: cores.saturating_sub(1).max(1),
-            precision: match std::env::var("QUARRY_PRECISION").as_deref() {
-                Ok("f32") => Precision::F32,
-                Ok("int8") => Precision::Int8,
-                _ => Precision::native(),
-            },
+            precision: std::env::var("QUARRY_PRECISION")
+                .ok()
+                .and_then(|name| Precision::from_name(&name))
+                .unwrap_or_else(Precision::native),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Int8 linear layers for the encoder: weights quantised once at load,
 //! activations per row at run time, products accumulated exactly in i32.
 //!
-//! - A weight column `j` is stored as `round(w / s_j)` in `[-127, 127]` with
+//! - A weight column `j` is stored as `round(w / s_j)` (ties to even, as
+//!   every rounding here) in `[-127, 127]` with
 //!   `s_j = max |w[.., j]| / 127`; a row of activations as
 //!   `round(x / t) + 128` in `[1, 255]` with `t = max |x| / 127`, so the
 //!   product is `t * s_j * (acc - 128 * sum_k q_w[k, j])`. The sum over
@@ -85,7 +86,7 @@ impl QuantLinear {
         let mut offset = vec![0i32; n];
         for (kk, row) in weight_t.chunks_exact(n).enumerate() {
             for (j, &w) in row.iter().enumerate() {
-                let q = round_to_int(w / scale[j]).clamp(-127, 127) as i8;
+                let q = round_even(w / scale[j]).clamp(-127, 127) as i8;
                 offset[j] += 128 * i32::from(q);
                 let (panel, column) = (j / PANEL, j % PANEL);
                 packed[((panel * (k4 / 4) + kk / 4) * PANEL + column) * 4 + kk % 4] = q;
@@ -143,6 +144,7 @@ impl QuantLinear {
             }
             return;
         }
+        #[cfg(not(target_arch = "x86_64"))]
         let _ = fast;
         quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
         portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
@@ -201,13 +203,6 @@ fn scale_back(layer: &QuantLinear, acc: &[i32], row_scale: &[f32], out: &mut [f3
 fn round_even(v: f32) -> i32 {
     const ROUND: f32 = 12_582_912.0;
     ((v + ROUND).to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32)
-}
-
-/// Rounds half away from zero, as `f32::round` does, without its libm call
-/// (the default x86-64 target has no rounding instruction); NaN gives 0.
-#[inline(always)]
-fn round_to_int(v: f32) -> i32 {
-    (v + 0.5f32.copysign(v)) as i32
 }
 
 /// `acc[r][c] = sum_k qx[r][k] * w[k][c]` over the packed layout.

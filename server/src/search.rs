@@ -16,6 +16,7 @@ use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::index::Snapshot;
 use crate::lexical::{score_term, Accumulator, Bm25Config, Query};
+use crate::rank::frames::{frames, names_file, Frame};
 use crate::rank::signals::{self, stem, ChunkFacts, QueryFacts, Signals};
 use crate::rank::{cap_per_file, fuse, promote, saturate_per_file, Branch, FuseConfig, Fused};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
@@ -103,7 +104,7 @@ impl SearchOptions {
     /// `definition`, `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `coherence`, `stems` (0/1), `docs`,
-    /// `config`, `path`, `file`, `short`, `outside`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// `config`, `path`, `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
         let number: f32 = value
@@ -144,6 +145,7 @@ impl SearchOptions {
             "file" => signals.file_evidence = number,
             "short" => signals.short_chunk = number,
             "outside" => signals.outside_definitions = number,
+            "frames" => signals.frames = number,
             _ => {
                 let Some(rest) = key.strip_prefix("bm25.") else {
                     return Err(format!("--rank: unknown knob {key:?}"));
@@ -465,6 +467,10 @@ pub fn search_with(
             lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
         })
     });
+    if options.signals.frames > 0.0 {
+        let located = locate_frames(snapshot, &frames(query_text), &filter);
+        raise_located(&mut fused, &located, options.signals.frames);
+    }
     let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
     // Definitions named exactly like an identifier query.
     let exact = symbol.exact;
@@ -616,6 +622,80 @@ impl<'a> ChunkFilter<'a> {
                 .chunk(chunk_id)
                 .is_some_and(|(segment, chunk)| self.accepts_in(segment, chunk))
     }
+}
+
+/// The live definitions the frames of a query point at, in frame order,
+/// each once: in a file the frame's path names (`frames::names_file`), the
+/// innermost definition holding the frame's line; when the frame names its
+/// function, the innermost definition of that name holding the line, or
+/// else the one of that name nearest to it (the trace may come from another
+/// version of the file). A frame whose file is not in the index, or whose
+/// function is not in its file, points at nothing.
+fn locate_frames(snapshot: &Snapshot, frames: &[Frame], filter: &ChunkFilter<'_>) -> Vec<u32> {
+    let mut located: Vec<u32> = Vec::new();
+    for frame in frames {
+        // (holds the line, distance to it, span, chunk id): least is best.
+        let mut best: Option<(bool, u32, u32, u32)> = None;
+        for segment in &snapshot.segments {
+            for chunk in &segment.chunks {
+                if !chunk.kind.is_definition()
+                    || frame.name.as_deref().is_some_and(|n| n != &*chunk.name)
+                    || !names_file(frame, segment.path_of(chunk))
+                    || !snapshot.is_live(chunk.chunk_id)
+                    || !filter.accepts_in(segment, chunk)
+                {
+                    continue;
+                }
+                let holds = (chunk.start_line..=chunk.end_line).contains(&frame.line);
+                if !holds && frame.name.is_none() {
+                    continue;
+                }
+                let distance = if holds {
+                    0
+                } else {
+                    chunk.start_line.abs_diff(frame.line)
+                };
+                let key = (
+                    !holds,
+                    distance,
+                    chunk.end_line - chunk.start_line,
+                    chunk.chunk_id,
+                );
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            }
+        }
+        if let Some((_, _, _, id)) = best {
+            if !located.contains(&id) {
+                located.push(id);
+            }
+        }
+    }
+    located
+}
+
+/// Adds `weight * top` to each located chunk (joining it to the list if no
+/// branch found it) and re-sorts; equal scores keep their order.
+fn raise_located(fused: &mut Vec<Fused>, located: &[u32], weight: f32) {
+    if located.is_empty() {
+        return;
+    }
+    let top = fused
+        .first()
+        .map_or(1.0, |f| f.score)
+        .max(f32::MIN_POSITIVE);
+    for &id in located {
+        match fused.iter_mut().find(|f| f.chunk_id == id) {
+            Some(f) => f.score += weight * top,
+            None => fused.push(Fused {
+                chunk_id: id,
+                score: weight * top,
+                ranks: [None; 3],
+            }),
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score));
 }
 
 /// With a filter that leaves at most this many chunks, the dense branch

@@ -298,3 +298,47 @@ fn lexical_coverage_measures_how_much_of_the_query_the_best_hit_holds() {
     assert!(part > 0.0 && part < 1.0, "{part}");
     assert_eq!(coverage("quokka", &mut text), 0.0);
 }
+
+/// A pasted traceback points at code: the definition a frame names (by
+/// path suffix, line and, when given, function) rises to the top, even over
+/// chunks that match more of the prose, while a frame of a file outside the
+/// index points at nothing.
+#[test]
+fn traceback_frames_raise_the_definitions_they_point_at() {
+    let ws = Workspace::empty();
+    ws.write(
+        "pkg/printing.py",
+        "def render_table(rows):\n    \"\"\"Renders rows as a table of numbers.\"\"\"\n    return [cell(r) for r in rows]\n\n\ndef cell(row):\n    return ' | '.join(str(c) for c in row)\n",
+    );
+    ws.write(
+        "pkg/numbers.py",
+        "def parse_number(text):\n    \"\"\"Parses numbers in a table of rows: numbers, rows, numbers.\"\"\"\n    return float(text)\n",
+    );
+    let prose = "Printing a table of numbers fails for rows with numbers, rows of numbers\n";
+    let off = SearchOptions {
+        signals: Signals {
+            frames: 0.0,
+            ..Signals::default()
+        },
+        ..SearchOptions::default()
+    };
+    let names = |hits: Vec<(String, String, f32, Vec<&'static str>)>| -> Vec<String> {
+        hits.into_iter().map(|h| h.1).collect()
+    };
+    // A bare location: line 7 of pkg/printing.py is inside `cell`.
+    let query = format!("{prose}TypeError raised at /srv/app/pkg/printing.py:7:12");
+    let plain = names(run(&ws, &query, &off));
+    assert_ne!(plain[0], "cell", "{plain:?}");
+    let hits = names(run(&ws, &query, &SearchOptions::default()));
+    assert_eq!(hits[0], "cell", "{hits:?}");
+    // A Python frame names the function; another machine's prefix is fine.
+    let query = format!("{prose}  File \"C:\\work\\pkg\\printing.py\", line 3, in render_table\n");
+    let hits = names(run(&ws, &query, &SearchOptions::default()));
+    assert_eq!(hits[0], "render_table", "{hits:?}");
+    // `other/numbers.py` is not `pkg/numbers.py`: nothing moves.
+    let query = format!("{prose}  File \"/x/other/numbers.py\", line 2, in cell\n");
+    assert_eq!(
+        names(run(&ws, &query, &SearchOptions::default())),
+        names(run(&ws, &query, &off))
+    );
+}

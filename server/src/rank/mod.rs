@@ -9,6 +9,7 @@
 //! is deterministic; every fused hit remembers its rank in each branch.
 //! Never: look at text, scores of individual branches or the index.
 
+pub mod frames;
 pub mod signals;
 
 use serde::Serialize;

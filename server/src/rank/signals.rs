@@ -12,11 +12,12 @@
 //!   for tests);
 //! - file coherence: several matching chunks in one file lift each other.
 //!
-//! Three more live where they act: raising the lexical and symbol branches'
+//! More live where they act: raising the lexical and symbol branches'
 //! weights for code-like queries (`symbol_query_weight`) or the dense
 //! weight for prose (`prose_dense_weight`), both applied to the fusion
-//! weights, and identifier-stem matching (`stems`, a query expansion in the
-//! lexical branch).
+//! weights, identifier-stem matching (`stems`, a query expansion in the
+//! lexical branch) and traceback frames (`frames`, resolved against the
+//! index by `search`).
 //!
 //! Never: look at text or the index; callers pass the facts of each chunk.
 
@@ -63,6 +64,9 @@ pub struct Signals {
     /// Multiplier for line windows of a source file (text outside any
     /// definition: imports, top-level statements) for descriptions.
     pub outside_definitions: f32,
+    /// Added to a definition a traceback frame of the query points at
+    /// (`rank::frames`), in units of the best fused score (0 = off).
+    pub frames: f32,
 }
 
 impl Signals {
@@ -80,6 +84,7 @@ impl Signals {
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
+            frames: 0.0,
         }
     }
 }
@@ -101,6 +106,7 @@ impl Default for Signals {
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
+            frames: 1.0,
         }
     }
 }

@@ -1,0 +1,264 @@
+//! Code locations a query names: the frames of a pasted traceback or stack
+//! trace (`File "pkg/mod.py", line 12, in parse`, `at parse
+//! (src/app.js:12:5)`, `at com.x.Parser.parse(Parser.java:12)`) and bare
+//! `path:line` references (`src/lib.rs:12:5`). An issue text that carries a
+//! traceback points at the code it is about more precisely than its prose.
+//!
+//! Owns: `Frame` and `frames`, pure text processing.
+//! Never: look at the index; resolving a frame to a chunk is the search's
+//! job (`search::locate_frames`), which also decides what an unknown path
+//! means (nothing).
+
+/// One location named in a query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// As written, with `\` turned into `/` and a leading `./` removed; may
+    /// be absolute or hold another machine's prefix
+    /// (`/usr/lib/python3/dist-packages/pkg/mod.py`).
+    pub path: String,
+    /// 1-based line.
+    pub line: u32,
+    /// The function the frame is in, when the trace says (`parse`; the last
+    /// part of `com.x.Parser.parse`); never `<module>`-like names.
+    pub name: Option<String>,
+}
+
+/// At most this many frames are taken from one query.
+pub const MAX_FRAMES: usize = 32;
+
+/// Source-file extensions a bare `path:line` must end with to count (a
+/// version `1.2:3` or a time `12:30` is not a location).
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "py", "pyi", "rs", "go", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "java", "kt",
+    "scala", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cs", "rb", "php", "swift", "lua", "ex",
+    "exs", "erl", "hs", "ml", "zig", "dart", "vue", "svelte",
+];
+
+/// The locations `text` names, in order of appearance, without repeats.
+pub fn frames(text: &str) -> Vec<Frame> {
+    let mut out: Vec<Frame> = Vec::new();
+    let mut push = |frame: Frame| {
+        if out.len() < MAX_FRAMES
+            && !out
+                .iter()
+                .any(|f| f.path == frame.path && f.line == frame.line)
+        {
+            out.push(frame);
+        }
+    };
+    for line in text.lines() {
+        if let Some(frame) = python_frame(line) {
+            push(frame);
+            continue;
+        }
+        for frame in located_words(line) {
+            push(frame);
+        }
+    }
+    out
+}
+
+/// `File "PATH", line N, in NAME` (CPython's traceback line).
+fn python_frame(line: &str) -> Option<Frame> {
+    let start = line.find("File \"")? + "File \"".len();
+    let rest = &line[start..];
+    let close = rest.find('"')?;
+    let path = &rest[..close];
+    let rest = rest[close + 1..]
+        .trim_start()
+        .strip_prefix(',')?
+        .trim_start();
+    let rest = rest.strip_prefix("line")?.trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let number: u32 = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].trim_start();
+    let name = rest
+        .strip_prefix(',')
+        .map(str::trim_start)
+        .and_then(|r| r.strip_prefix("in "))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(function_name);
+    Some(Frame {
+        path: normalize_path(path)?,
+        line: number,
+        name,
+    })
+}
+
+/// `PATH:LINE[:COL]` words of a line, with the function of a JavaScript
+/// (`at NAME (PATH:L:C)`) or Java (`at pkg.Class.NAME(File.java:L)`) frame.
+fn located_words(line: &str) -> Vec<Frame> {
+    let mut out = Vec::new();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    for (i, word) in words.iter().enumerate() {
+        // Java: `pkg.Class.method(File.java:12)` is one word.
+        let (name_part, location) = match word.split_once('(') {
+            Some((head, tail)) if !head.is_empty() => (Some(head), tail),
+            _ => (None, *word),
+        };
+        let location = location.trim_matches(|c: char| {
+            matches!(
+                c,
+                '(' | ')' | '[' | ']' | '<' | '>' | ',' | ';' | '"' | '\'' | '`'
+            )
+        });
+        let Some((path, number)) = split_location(location) else {
+            continue;
+        };
+        let Some(path) = normalize_path(path) else {
+            continue;
+        };
+        // JavaScript: `at NAME (PATH:L:C)`, the name is the word before.
+        let name = name_part
+            .or_else(|| {
+                (i >= 2 && words[i - 2] == "at" && word.starts_with('(')).then(|| words[i - 1])
+            })
+            .and_then(|n| n.rsplit(['.', ':']).next())
+            .and_then(function_name);
+        out.push(Frame {
+            path,
+            line: number,
+            name,
+        });
+    }
+    out
+}
+
+/// `src/lib.rs:12:5` -> (`src/lib.rs`, 12): the part before the first
+/// `:NUMBER` whose extension is a source file's.
+fn split_location(word: &str) -> Option<(&str, u32)> {
+    let mut search = 0;
+    while let Some(offset) = word[search..].find(':') {
+        let colon = search + offset;
+        let path = &word[..colon];
+        let after = &word[colon + 1..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let extension = path.rsplit_once('.').map_or("", |(_, e)| e);
+        if (1..=7).contains(&digits) && SOURCE_EXTENSIONS.contains(&extension) {
+            let number: u32 = after[..digits].parse().ok()?;
+            return (number > 0).then_some((path, number));
+        }
+        search = colon + 1;
+    }
+    None
+}
+
+fn normalize_path(path: &str) -> Option<String> {
+    let path = path.trim().replace('\\', "/");
+    let path = path.trim_start_matches("./");
+    let file = path.rsplit('/').next()?;
+    // `<stdin>`, `<string>`, `<frozen importlib._bootstrap>`: no file.
+    (!file.is_empty() && !path.contains('<') && file.contains('.')).then(|| path.to_string())
+}
+
+/// A function name as a trace writes it, or `None` for `<module>`,
+/// `<lambda>`, `<anonymous>` and the like.
+fn function_name(name: &str) -> Option<String> {
+    let name = name.trim_matches(|c: char| matches!(c, ',' | ';' | ')' | '('));
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$'))
+    .then(|| name.to_string())
+}
+
+/// Whether `indexed`, a workspace-relative path, is the file `frame_path`
+/// names: equal, or one a `/`-suffix of the other (a trace carries another
+/// machine's prefix; a Java trace only the file name, which counts when the
+/// frame names a function to check it by).
+pub fn names_file(frame: &Frame, indexed: &str) -> bool {
+    let path = frame.path.as_str();
+    path == indexed
+        || (path.len() > indexed.len()
+            && path.ends_with(indexed)
+            && path.as_bytes()[path.len() - indexed.len() - 1] == b'/')
+        || (frame.name.is_some()
+            && indexed.len() > path.len()
+            && indexed.ends_with(path)
+            && indexed.as_bytes()[indexed.len() - path.len() - 1] == b'/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(path: &str, line: u32, name: Option<&str>) -> Frame {
+        Frame {
+            path: path.into(),
+            line,
+            name: name.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn python_traceback_frames() {
+        let text = r#"Traceback (most recent call last):
+  File "<stdin>", line 1, in <module>
+  File "/usr/lib/python3/dist-packages/astropy/io/ascii/ui.py", line 856, in write
+    writer = get_writer(Writer=Writer, fast_writer=fast_writer, **kwargs)
+  File "C:\Users\e\sympy\functions\hyperbolic.py", line 590, in eval
+  File "./sympy/core/sympify.py", line 368, in <module>
+TypeError: __init__() got an unexpected keyword argument 'header_rows'"#;
+        assert_eq!(
+            frames(text),
+            vec![
+                frame(
+                    "/usr/lib/python3/dist-packages/astropy/io/ascii/ui.py",
+                    856,
+                    Some("write")
+                ),
+                frame(
+                    "C:/Users/e/sympy/functions/hyperbolic.py",
+                    590,
+                    Some("eval")
+                ),
+                frame("sympy/core/sympify.py", 368, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn javascript_java_and_bare_locations() {
+        let text = "TypeError: x is undefined\n    at parseRoute (/srv/app/lib/router.js:42:13)\n\
+                    \tat com.acme.Parser.parse(Parser.java:120)\n\
+                    thread 'main' panicked at src/lexical/mod.rs:77:9:\n\
+                    released in 1.2:3, see https://example.com:8080/x and 12:30";
+        assert_eq!(
+            frames(text),
+            vec![
+                frame("/srv/app/lib/router.js", 42, Some("parseRoute")),
+                frame("Parser.java", 120, Some("parse")),
+                frame("src/lexical/mod.rs", 77, None),
+            ]
+        );
+    }
+
+    #[test]
+    fn repeated_frames_count_once() {
+        let text = "src/a.rs:3:1 src/a.rs:3:9 src/a.rs:4";
+        assert_eq!(
+            frames(text),
+            vec![frame("src/a.rs", 3, None), frame("src/a.rs", 4, None)]
+        );
+    }
+
+    #[test]
+    fn a_frame_names_a_file_by_a_path_suffix() {
+        let f = frame(
+            "/usr/lib/python3/dist-packages/astropy/io/ascii/ui.py",
+            1,
+            None,
+        );
+        assert!(names_file(&f, "astropy/io/ascii/ui.py"));
+        assert!(names_file(&f, "ascii/ui.py"));
+        assert!(!names_file(&f, "i.py"));
+        assert!(!names_file(&f, "astropy/io/ascii/core.py"));
+        // A bare file name matches deeper paths only with a function to check.
+        let java = frame("Parser.java", 1, Some("parse"));
+        assert!(names_file(&java, "src/main/java/com/acme/Parser.java"));
+        assert!(!names_file(
+            &frame("Parser.java", 1, None),
+            "src/com/acme/Parser.java"
+        ));
+    }
+}

@@ -335,6 +335,9 @@ pub struct QueryFacts {
     /// removed (`GraphStore::lookup` gives `graphstorelookup`, `graphstore`,
     /// `lookup`).
     identifiers: FxHashSet<String>,
+    /// The last part of each qualified query word with the part before it
+    /// (`std::ostream`: (`std`, `ostream`)), squashed like `identifiers`.
+    qualified: Vec<(String, String)>,
     /// The query's tokens, as the lexical tokenizer makes them.
     terms: FxHashSet<String>,
     /// The tokens of each query word written like code: the parts of
@@ -373,10 +376,21 @@ impl QueryFacts {
             });
             facts.code_word_terms.push(parts);
             facts.identifiers.insert(squash(word));
-            for part in word.split("::").flat_map(|p| p.split(['.', '#', '/'])) {
-                if !part.is_empty() {
-                    facts.identifiers.insert(squash(part));
-                }
+            let parts: Vec<String> = word
+                .split("::")
+                .flat_map(|p| p.split(['.', '#', '/']))
+                .map(squash)
+                .filter(|p| !p.is_empty())
+                .collect();
+            // `std::ostream` names an `ostream` only under `std`: the last
+            // part of a qualified word keeps its qualifier.
+            if let [.., qualifier, last] = parts.as_slice() {
+                facts.qualified.push((qualifier.clone(), last.clone()));
+                facts
+                    .identifiers
+                    .extend(parts[..parts.len() - 1].iter().cloned());
+            } else {
+                facts.identifiers.extend(parts);
             }
         }
         tokenize(query, &mut |t| {
@@ -517,7 +531,15 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
     if !chunk.kind.is_definition() || chunk.name.is_empty() {
         return false;
     }
-    if query.identifiers.contains(&squash(chunk.name)) {
+    let name = squash(chunk.name);
+    if query.identifiers.contains(&name) {
+        return true;
+    }
+    if query.qualified.iter().any(|(qualifier, last)| {
+        *last == name
+            && (squash(chunk.qualified_name).contains(qualifier.as_str())
+                || squash(chunk.path).contains(qualifier.as_str()))
+    }) {
         return true;
     }
     let mut words = Vec::new();
@@ -922,6 +944,28 @@ mod tests {
             lines: 10,
         };
         assert!(!defines(&query, &chunk));
+        // The last part keeps its qualifier: `std::ostream` is not fmt's
+        // `ostream`, `fmt::arg` is the `arg` in `include/fmt/`.
+        let query = QueryFacts::new("writing to std::ostream");
+        let ostream = ChunkFacts {
+            path: "include/fmt/os.h",
+            name: "ostream",
+            qualified_name: "ostream",
+            kind: ChunkKind::Class,
+            language: Language::Cpp,
+            lines: 40,
+        };
+        assert!(!defines(&query, &ostream));
+        let query = QueryFacts::new("fmt::arg named arguments");
+        let arg = ChunkFacts {
+            path: "include/fmt/base.h",
+            name: "arg",
+            qualified_name: "arg",
+            kind: ChunkKind::Function,
+            language: Language::Cpp,
+            lines: 5,
+        };
+        assert!(defines(&query, &arg));
     }
 
     #[test]

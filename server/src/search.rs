@@ -632,15 +632,23 @@ impl<'a> ChunkFilter<'a> {
 /// version of the file). A frame whose file is not in the index, or whose
 /// function is not in its file, points at nothing.
 fn locate_frames(snapshot: &Snapshot, frames: &[Frame], filter: &ChunkFilter<'_>) -> Vec<u32> {
-    let mut located: Vec<u32> = Vec::new();
-    for frame in frames {
-        // (holds the line, distance to it, span, chunk id): least is best.
-        let mut best: Option<(bool, u32, u32, u32)> = None;
-        for segment in &snapshot.segments {
+    // Per frame: (holds the line, distance to it, span, chunk id) of its
+    // best definition so far; least is best.
+    let mut best: Vec<Option<(bool, u32, u32, u32)>> = vec![None; frames.len()];
+    for segment in &snapshot.segments {
+        for (frame, best) in frames.iter().zip(best.iter_mut()) {
+            // The segment's files the frame names: usually none, so its
+            // chunks are not walked.
+            let files: Vec<u32> = (0..segment.paths.len() as u32)
+                .filter(|&i| names_file(frame, &segment.paths[i as usize]))
+                .collect();
+            if files.is_empty() {
+                continue;
+            }
             for chunk in &segment.chunks {
-                if !chunk.kind.is_definition()
+                if !files.contains(&chunk.path_idx)
+                    || !chunk.kind.is_definition()
                     || frame.name.as_deref().is_some_and(|n| n != &*chunk.name)
-                    || !names_file(frame, segment.path_of(chunk))
                     || !snapshot.is_live(chunk.chunk_id)
                     || !filter.accepts_in(segment, chunk)
                 {
@@ -662,14 +670,15 @@ fn locate_frames(snapshot: &Snapshot, frames: &[Frame], filter: &ChunkFilter<'_>
                     chunk.chunk_id,
                 );
                 if best.is_none_or(|b| key < b) {
-                    best = Some(key);
+                    *best = Some(key);
                 }
             }
         }
-        if let Some((_, _, _, id)) = best {
-            if !located.contains(&id) {
-                located.push(id);
-            }
+    }
+    let mut located: Vec<u32> = Vec::new();
+    for (_, _, _, id) in best.into_iter().flatten() {
+        if !located.contains(&id) {
+            located.push(id);
         }
     }
     located

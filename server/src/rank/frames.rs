@@ -37,6 +37,11 @@ const SOURCE_EXTENSIONS: &[&str] = &[
 /// The locations `text` names, in order of appearance, without repeats.
 pub fn frames(text: &str) -> Vec<Frame> {
     let mut out: Vec<Frame> = Vec::new();
+    // Every location form holds a `:` or a Python `File "`; most queries
+    // hold neither and are not walked word by word.
+    if !text.contains(':') && !text.contains("File \"") {
+        return out;
+    }
     let mut push = |frame: Frame| {
         if out.len() < MAX_FRAMES
             && !out
@@ -169,13 +174,16 @@ fn function_name(name: &str) -> Option<String> {
 pub fn names_file(frame: &Frame, indexed: &str) -> bool {
     let path = frame.path.as_str();
     path == indexed
-        || (path.len() > indexed.len()
-            && path.ends_with(indexed)
-            && path.as_bytes()[path.len() - indexed.len() - 1] == b'/')
-        || (frame.name.is_some()
-            && indexed.len() > path.len()
-            && indexed.ends_with(path)
-            && indexed.as_bytes()[indexed.len() - path.len() - 1] == b'/')
+        || ends_with_path(path, indexed)
+        || (frame.name.is_some() && ends_with_path(indexed, path))
+}
+
+/// `long` ends with `/` then `short` (`a/b/c.py` ends with `b/c.py`, not
+/// with `c.py`'s tail `.py` or with `/c.py`'s half `b/c.py` of `ab/c.py`).
+fn ends_with_path(long: &str, short: &str) -> bool {
+    long.len() > short.len()
+        && long.ends_with(short)
+        && long.as_bytes()[long.len() - short.len() - 1] == b'/'
 }
 
 #[cfg(test)]

@@ -535,12 +535,16 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
     if query.identifiers.contains(&name) {
         return true;
     }
-    if query.qualified.iter().any(|(qualifier, last)| {
-        *last == name
-            && (squash(chunk.qualified_name).contains(qualifier.as_str())
-                || squash(chunk.path).contains(qualifier.as_str()))
-    }) {
-        return true;
+    if query.qualified.iter().any(|(_, last)| *last == name) {
+        // Where the qualifier must appear, squashed once per chunk.
+        let home = format!("{} {}", squash(chunk.qualified_name), squash(chunk.path));
+        if query
+            .qualified
+            .iter()
+            .any(|(qualifier, last)| *last == name && home.contains(qualifier.as_str()))
+        {
+            return true;
+        }
     }
     let mut words = Vec::new();
     tokenize(chunk.name, &mut |t| {
@@ -923,61 +927,42 @@ mod tests {
         assert_eq!(chunk_class(&facts("Query::parses")), None);
     }
 
+    /// A definition's facts for `defines`, named by its qualified name's
+    /// last `::` part (language and size do not matter there).
+    fn definition(
+        path: &'static str,
+        qualified_name: &'static str,
+        kind: ChunkKind,
+    ) -> ChunkFacts<'static> {
+        ChunkFacts {
+            path,
+            name: qualified_name.rsplit("::").next().unwrap_or(qualified_name),
+            qualified_name,
+            kind,
+            language: Language::Rust,
+            lines: 10,
+        }
+    }
+
     #[test]
     fn qualified_identifiers_define_their_last_part() {
         let query = QueryFacts::new("GraphStore::lookup");
-        let chunk = ChunkFacts {
-            path: "src/graph.rs",
-            name: "lookup",
-            qualified_name: "GraphStore::lookup",
-            kind: ChunkKind::Method,
-            language: Language::Rust,
-            lines: 10,
-        };
-        assert!(defines(&query, &chunk));
-        let chunk = ChunkFacts {
-            path: "src/graph.rs",
-            name: "lookup_all",
-            qualified_name: "GraphStore::lookup_all",
-            kind: ChunkKind::Method,
-            language: Language::Rust,
-            lines: 10,
-        };
-        assert!(!defines(&query, &chunk));
+        let method = |q| definition("src/graph.rs", q, ChunkKind::Method);
+        assert!(defines(&query, &method("GraphStore::lookup")));
+        assert!(!defines(&query, &method("GraphStore::lookup_all")));
         // The last part keeps its qualifier: `std::ostream` is not fmt's
         // `ostream`, `fmt::arg` is the `arg` in `include/fmt/`.
         let query = QueryFacts::new("writing to std::ostream");
-        let ostream = ChunkFacts {
-            path: "include/fmt/os.h",
-            name: "ostream",
-            qualified_name: "ostream",
-            kind: ChunkKind::Class,
-            language: Language::Cpp,
-            lines: 40,
-        };
+        let ostream = definition("include/fmt/os.h", "ostream", ChunkKind::Class);
         assert!(!defines(&query, &ostream));
         let query = QueryFacts::new("fmt::arg named arguments");
-        let arg = ChunkFacts {
-            path: "include/fmt/base.h",
-            name: "arg",
-            qualified_name: "arg",
-            kind: ChunkKind::Function,
-            language: Language::Cpp,
-            lines: 5,
-        };
+        let arg = definition("include/fmt/base.h", "arg", ChunkKind::Function);
         assert!(defines(&query, &arg));
     }
 
     #[test]
     fn a_longer_identifier_does_not_define_its_parts() {
-        let named = |name: &'static str| ChunkFacts {
-            path: "include/fmt/base.h",
-            name,
-            qualified_name: name,
-            kind: ChunkKind::Struct,
-            language: Language::Cpp,
-            lines: 12,
-        };
+        let named = |name| definition("include/fmt/base.h", name, ChunkKind::Struct);
         let query = QueryFacts::new("dynamic_format_arg_store for argument lists");
         assert!(defines(&query, &named("dynamic_format_arg_store")));
         assert!(!defines(&query, &named("format_arg_store")));

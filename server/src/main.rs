@@ -59,6 +59,11 @@ struct CommonArgs {
     #[arg(long, value_name = "TIER", env = "QUARRY_DENSE", default_value = "transformer",
           value_parser = ["transformer", "static"])]
     dense: String,
+    /// Tokens of each chunk's text the transformer embeds (a vector made
+    /// with another budget is another vector: it is cached apart).
+    #[arg(long, value_name = "N", env = "QUARRY_TOKEN_BUDGET", default_value_t = 128,
+          value_parser = clap::value_parser!(u32).range(8..=512))]
+    token_budget: u32,
 }
 
 /// Chunks embedded inline by `search`; more waits for `quarry index`.
@@ -75,6 +80,7 @@ fn dense_engine(common: &CommonArgs, batch: bool) -> DenseEngine {
         model_dir: common.model.clone(),
         threads,
         tier: DenseTier::parse(&common.dense).unwrap_or_default(),
+        token_budget: common.token_budget as usize,
         ..DenseConfig::default()
     })
 }

@@ -54,8 +54,8 @@ fn embedder() -> Option<&'static Embedder> {
     EMBEDDER.get_or_init(|| load(Precision::F32)).as_ref()
 }
 
-/// The int8 embedder, loaded once. Where the CPU lacks AVX-512 VNNI it runs
-/// the portable kernel: slower, the same numbers.
+/// The int8 embedder, loaded once. Where the CPU has neither AVX-512 VNNI
+/// nor AVX2 it runs the portable kernel: slower, the same numbers.
 fn int8_embedder() -> Option<&'static Embedder> {
     static EMBEDDER: OnceLock<Option<Embedder>> = OnceLock::new();
     EMBEDDER.get_or_init(|| load(Precision::Int8)).as_ref()

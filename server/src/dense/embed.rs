@@ -207,7 +207,7 @@ pub struct EmbedderOptions {
     /// made while a batch runs uses one more (see `Embedder::embed`).
     pub threads: usize,
     /// How the linear layers multiply: by default int8 where the CPU has
-    /// AVX-512 VNNI, else f32; `QUARRY_PRECISION=f32|int8` overrides it.
+    /// AVX-512 VNNI or AVX2, else f32; `QUARRY_PRECISION=f32|int8` overrides it.
     /// Part of the model id, so vectors of the two never mix in a cache.
     pub precision: Precision,
 }

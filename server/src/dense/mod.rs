@@ -48,7 +48,7 @@ pub struct DenseConfig {
     /// it (see `static_tier`).
     pub tier: DenseTier,
     /// How the transformer's linear layers multiply; `None` is
-    /// `EmbedderOptions`' default (int8 where the CPU has AVX-512 VNNI).
+    /// `EmbedderOptions`' default (int8 where the CPU has AVX-512 VNNI or AVX2).
     pub precision: Option<embed::Precision>,
 }
 

@@ -6,14 +6,20 @@
 //!   `s_j = max |w[.., j]| / 127`; a row of activations as
 //!   `round(x / t) + 128` in `[1, 255]` with `t = max |x| / 127`, so the
 //!   product is `t * s_j * (acc - 128 * sum_k q_w[k, j])`. The sum over
-//!   `k` is integer and exact, so the AVX-512 VNNI kernel and the portable
-//!   one give bit-identical results (a test pins it).
+//!   `k` is integer and exact, so the AVX-512 VNNI kernel, the AVX2 one
+//!   and the portable one give bit-identical results (a test pins it).
 //! - Weights are packed in panels of 16 output columns, each panel
 //!   `k / 4` blocks of 16 columns x 4 consecutive inputs, the operand
 //!   layout of `vpdpbusd`.
 //! - Rows are split over the calling rayon pool in jobs of `JOB_ROWS`.
 //!
-//! Used only where the CPU has AVX-512 VNNI (`QuantLinear::fast_path`):
+//! - AVX2 has no `vpdpbusd`, and `vpmaddubsw` saturates its 16-bit pair
+//!   sums, which `[1, 255] x [-127, 127]` can overflow; so the AVX2 kernel
+//!   multiplies the signed activations `q = round(x / t)` instead:
+//!   `|q| * (w * sign q)` pairs stay within `2 * 127 * 127`, `vpmaddwd`
+//!   widens them to i32, and the column offsets are added back after.
+//!
+//! Used only where the CPU has AVX-512 VNNI or AVX2 (`QuantLinear::kernel`):
 //! elsewhere the portable kernel would be slower than f32 gemm, so the
 //! encoder keeps f32 there.
 //!
@@ -29,6 +35,17 @@ const TILE_PANELS: usize = 4;
 const TILE_ROWS: usize = 4;
 /// Rows per parallel job.
 const JOB_ROWS: usize = 32;
+
+/// The int8 product this CPU runs natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// AVX-512 F, BW and VNNI: `vpdpbusd`.
+    Vnni,
+    /// AVX2: `vpmaddubsw` on signed activations.
+    Avx2,
+    /// Plain loops: correct everywhere, slower than f32 gemm.
+    Portable,
+}
 
 /// `y = x W + b` with `W` quantised to int8 per output column.
 #[derive(Debug)]
@@ -52,18 +69,32 @@ pub(crate) struct QuantLinear {
 }
 
 impl QuantLinear {
-    /// Whether this CPU runs the int8 kernel natively.
-    pub(crate) fn fast_path() -> bool {
+    /// The fastest int8 kernel this CPU has (checked once).
+    pub(crate) fn kernel() -> Kernel {
         #[cfg(target_arch = "x86_64")]
         {
-            std::arch::is_x86_feature_detected!("avx512f")
-                && std::arch::is_x86_feature_detected!("avx512bw")
-                && std::arch::is_x86_feature_detected!("avx512vnni")
+            use std::arch::is_x86_feature_detected as has;
+            use std::sync::OnceLock;
+            static KERNEL: OnceLock<Kernel> = OnceLock::new();
+            *KERNEL.get_or_init(|| {
+                if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+                    Kernel::Vnni
+                } else if has!("avx2") {
+                    Kernel::Avx2
+                } else {
+                    Kernel::Portable
+                }
+            })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            false
+            Kernel::Portable
         }
+    }
+
+    /// Whether this CPU runs an int8 kernel natively.
+    pub(crate) fn fast_path() -> bool {
+        QuantLinear::kernel() != Kernel::Portable
     }
 
     /// Quantises `weight_t`, `k` rows of `n` (input-major, as `x W` reads
@@ -114,38 +145,59 @@ impl QuantLinear {
 
     /// `x` holds rows of `k`; the result rows of `n`, on the calling pool.
     pub(crate) fn forward(&self, x: &[f32]) -> Vec<f32> {
-        self.forward_with(x, QuantLinear::fast_path())
+        self.forward_with(x, QuantLinear::kernel())
     }
 
-    fn forward_with(&self, x: &[f32], fast: bool) -> Vec<f32> {
+    fn forward_with(&self, x: &[f32], kernel: Kernel) -> Vec<f32> {
         let rows = x.len() / self.k.max(1);
         let mut out = vec![0f32; rows * self.n];
         out.par_chunks_mut(JOB_ROWS * self.n)
             .zip(x.par_chunks(JOB_ROWS * self.k))
-            .for_each(|(out, x)| self.job(x, out, fast));
+            .for_each(|(out, x)| self.job(x, out, kernel));
         out
     }
 
     /// One job: quantise its rows, multiply, scale back.
-    fn job(&self, x: &[f32], out: &mut [f32], fast: bool) {
+    fn job(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
         let rows = x.len() / self.k;
         let mut qx = vec![128u8; rows * self.k4];
         let mut row_scale = vec![0f32; rows];
         let width = self.panels * PANEL;
         let mut acc = vec![0i32; rows * width];
         #[cfg(target_arch = "x86_64")]
-        if fast {
-            // SAFETY: `fast` is only true when `fast_path` found AVX-512 F,
-            // BW and VNNI; the buffers have the shapes these functions read.
-            unsafe {
-                vnni::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
-                vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                vnni::scale_back(self, &acc, &row_scale, out);
+        match kernel {
+            Kernel::Vnni => {
+                // SAFETY: `kernel` chose Vnni only where it found AVX-512
+                // F, BW and VNNI; the buffers have the shapes these read.
+                unsafe {
+                    vnni::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+                    vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
+                    vnni::scale_back(self, &acc, &row_scale, out);
+                }
+                return;
             }
-            return;
+            Kernel::Avx2 => {
+                // SAFETY: `kernel` chose Avx2 only where it found AVX2; the
+                // buffers have the shapes these functions read.
+                unsafe {
+                    avx2::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+                    avx2::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
+                }
+                // The kernel summed (qx - 128) * w: add 128 * sum w back,
+                // so that the VNNI kernel's accumulators come out.
+                for row in acc.chunks_exact_mut(width) {
+                    for (a, &off) in row.iter_mut().zip(&self.offset) {
+                        *a += off;
+                    }
+                }
+                // SAFETY: as above.
+                unsafe { avx2::scale_back(self, &acc, &row_scale, out) };
+                return;
+            }
+            Kernel::Portable => {}
         }
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = fast;
+        let _ = kernel;
         quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
         portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
         scale_back(self, &acc, &row_scale, out);
@@ -344,6 +396,126 @@ mod vnni {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{QuantLinear, PANEL};
+    use std::arch::x86_64::*;
+
+    /// Rows a tile covers (with two registers of columns each: eight
+    /// accumulators of the sixteen registers).
+    const ROWS: usize = 4;
+
+    /// `super::quantise`, compiled for AVX2.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn quantise(
+        x: &[f32],
+        k: usize,
+        k4: usize,
+        qx: &mut [u8],
+        row_scale: &mut [f32],
+    ) {
+        super::quantise(x, k, k4, qx, row_scale)
+    }
+
+    /// `super::scale_back`, compiled for AVX2.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn scale_back(
+        layer: &QuantLinear,
+        acc: &[i32],
+        row_scale: &[f32],
+        out: &mut [f32],
+    ) {
+        super::scale_back(layer, acc, row_scale, out)
+    }
+
+    /// `acc[r][c] = sum_k (qx[r][k] - 128) * w[k][c]`: `portable_multiply`
+    /// less the column offsets, on tiles of `ROWS` rows by one panel.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2; `qx` holds `rows * k4` bytes, `packed`
+    /// `panels * k4 * PANEL`, `acc` `rows * panels * PANEL`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn multiply(
+        qx: &[u8],
+        rows: usize,
+        k4: usize,
+        packed: &[i8],
+        panels: usize,
+        acc: &mut [i32],
+    ) {
+        debug_assert!(qx.len() >= rows * k4);
+        debug_assert!(packed.len() >= panels * k4 * PANEL);
+        debug_assert!(acc.len() >= rows * panels * PANEL);
+        // Each activation as a sign and a magnitude, once per job rather
+        // than once per panel.
+        let signed: Vec<i8> = qx[..rows * k4].iter().map(|&q| (q ^ 0x80) as i8).collect();
+        let magnitude: Vec<u8> = signed.iter().map(|q| q.unsigned_abs()).collect();
+        let blocks = k4 / 4;
+        let width = panels * PANEL;
+        let panel_bytes = blocks * PANEL * 4;
+        for panel in 0..panels {
+            let w = packed.as_ptr().add(panel * panel_bytes);
+            let mut r = 0;
+            while r < rows {
+                let s = signed.as_ptr().add(r * k4);
+                let m = magnitude.as_ptr().add(r * k4);
+                let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
+                match rows - r {
+                    1 => tile::<1>(s, m, k4, w, blocks, c, width),
+                    2 => tile::<2>(s, m, k4, w, blocks, c, width),
+                    3 => tile::<3>(s, m, k4, w, blocks, c, width),
+                    _ => tile::<ROWS>(s, m, k4, w, blocks, c, width),
+                }
+                r += ROWS;
+            }
+        }
+    }
+
+    /// `R` rows (stride `lda`) times one panel of `w`, stored to `c`
+    /// (stride `ldc`). A block of 4 inputs x 16 columns is two registers:
+    /// columns 0-7 and 8-15, 4 bytes each.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn tile<const R: usize>(
+        signed: *const i8,
+        magnitude: *const u8,
+        lda: usize,
+        w: *const i8,
+        blocks: usize,
+        c: *mut i32,
+        ldc: usize,
+    ) {
+        let ones = _mm256_set1_epi16(1);
+        let mut sums = [[_mm256_setzero_si256(); 2]; R];
+        for b in 0..blocks {
+            let low = _mm256_loadu_si256(w.add(b * PANEL * 4).cast());
+            let high = _mm256_loadu_si256(w.add(b * PANEL * 4 + 32).cast());
+            for (i, row) in sums.iter_mut().enumerate() {
+                let at = i * lda + b * 4;
+                let s = _mm256_set1_epi32(signed.add(at).cast::<i32>().read_unaligned());
+                let m = _mm256_set1_epi32(magnitude.add(at).cast::<i32>().read_unaligned());
+                for (sum, &wv) in row.iter_mut().zip(&[low, high]) {
+                    // |q| * (w * sign q) = q * w, two per 16-bit lane
+                    // (at most 2 * 127 * 128: no saturation), then four
+                    // per 32-bit lane.
+                    let pairs = _mm256_maddubs_epi16(m, _mm256_sign_epi8(wv, s));
+                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (i, row) in sums.iter().enumerate() {
+            _mm256_storeu_si256(c.add(i * ldc).cast(), row[0]);
+            _mm256_storeu_si256(c.add(i * ldc + 8).cast(), row[1]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -387,7 +559,7 @@ mod tests {
             let b = noise(n, 3);
             let layer = QuantLinear::new(&w, k, n, &b);
             assert_eq!((layer.inputs(), layer.outputs()), (k, n));
-            let got = layer.forward_with(&x, false);
+            let got = layer.forward_with(&x, Kernel::Portable);
             let want = f32_reference(&x, &w, &b, k, n);
             let worst = got
                 .iter()
@@ -400,17 +572,38 @@ mod tests {
     }
 
     #[test]
-    fn vnni_kernel_equals_the_portable_one_bit_for_bit() {
-        if !QuantLinear::fast_path() {
-            eprintln!("skipped: this CPU has no AVX-512 VNNI");
+    fn native_kernels_equal_the_portable_one_bit_for_bit() {
+        let mut kernels = vec![];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") {
+                kernels.push(Kernel::Avx2);
+            }
+            if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+                kernels.push(Kernel::Vnni);
+            }
+        }
+        if kernels.is_empty() {
+            eprintln!("skipped: this CPU has no native int8 kernel");
             return;
         }
         for (rows, k, n) in [(1, 384, 384), (6, 30, 70), (71, 384, 1152), (33, 1536, 384)] {
-            let x = noise(rows * k, 4);
+            let mut x = noise(rows * k, 4);
+            // Saturated activations: the pairs an unsigned x signed
+            // 16-bit product would overflow on.
+            x[..k.min(8)].fill(1.0);
             let w = noise(k * n, 5);
             let b = noise(n, 6);
             let layer = QuantLinear::new(&w, k, n, &b);
-            assert_eq!(layer.forward_with(&x, true), layer.forward_with(&x, false));
+            let want = layer.forward_with(&x, Kernel::Portable);
+            for &kernel in &kernels {
+                assert_eq!(
+                    layer.forward_with(&x, kernel),
+                    want,
+                    "{kernel:?} {rows}x{k}x{n}"
+                );
+            }
         }
     }
 
@@ -422,7 +615,7 @@ mod tests {
         let layer = QuantLinear::new(&w, k, n, &b);
         let mut x = noise(2 * k, 8);
         x[..k].fill(0.0);
-        let out = layer.forward_with(&x, false);
+        let out = layer.forward_with(&x, Kernel::Portable);
         assert!(
             out[..n].iter().all(|&v| v == 0.5),
             "a zero row gives the bias"

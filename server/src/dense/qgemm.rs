@@ -41,7 +41,8 @@ const JOB_ROWS: usize = 32;
 pub(crate) enum Kernel {
     /// AVX-512 F, BW and VNNI: `vpdpbusd`.
     Vnni,
-    /// AVX2: `vpmaddubsw` on signed activations.
+    /// AVX2 (with FMA, for the f32 steps around it): `vpmaddubsw` on
+    /// signed activations.
     Avx2,
     /// Plain loops: correct everywhere, slower than f32 gemm.
     Portable,
@@ -79,7 +80,7 @@ impl QuantLinear {
             *KERNEL.get_or_init(|| {
                 if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
                     Kernel::Vnni
-                } else if has!("avx2") {
+                } else if has!("avx2") && has!("fma") {
                     Kernel::Avx2
                 } else {
                     Kernel::Portable
@@ -177,8 +178,8 @@ impl QuantLinear {
                 return;
             }
             Kernel::Avx2 => {
-                // SAFETY: `kernel` chose Avx2 only where it found AVX2; the
-                // buffers have the shapes these functions read.
+                // SAFETY: `kernel` chose Avx2 only where it found AVX2 and
+                // FMA; the buffers have the shapes these functions read.
                 unsafe {
                     avx2::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
                     avx2::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
@@ -408,7 +409,7 @@ mod avx2 {
     /// `super::quantise`, compiled for AVX2.
     ///
     /// # Safety
-    /// The CPU must have AVX2.
+    /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn quantise(
         x: &[f32],
@@ -423,7 +424,7 @@ mod avx2 {
     /// `super::scale_back`, compiled for AVX2.
     ///
     /// # Safety
-    /// The CPU must have AVX2.
+    /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn scale_back(
         layer: &QuantLinear,
@@ -577,7 +578,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") {
+            if has!("avx2") && has!("fma") {
                 kernels.push(Kernel::Avx2);
             }
             if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {

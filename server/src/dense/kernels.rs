@@ -6,7 +6,9 @@
 //! vectorises, and built three times: for the baseline target, for AVX2 +
 //! FMA and for AVX-512, the widest this CPU has chosen at run time. `exp` is a polynomial here rather than libm's,
 //! so those loops vectorise at all (libm's `expf` is a call per element and
-//! was an eighth of the encoder's time).
+//! was an eighth of the encoder's time). The exception: LLVM leaves
+//! attention's score and context block loops scalar in the AVX2 build, so
+//! there `avx2` has them written with intrinsics.
 //!
 //! Never: allocate per element, or read outside the slices given.
 

@@ -99,7 +99,9 @@ impl SearchOptions {
     /// Sets one ranking knob by name (`quarry search --rank KEY=VALUE`, used
     /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`,
     /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`,
-    /// `fuse.static` (dense weight factor for the static tier), `cap`,
+    /// `fuse.static` (dense weight factor for the static tier),
+    /// `fuse.confidence`, `fuse.confidence_power`, `fuse.short_words`,
+    /// `fuse.short_power` (see `FuseConfig::dense_factor`), `cap`,
     /// `saturation`, `exact` (0/1),
     /// `definition`, `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
@@ -123,6 +125,8 @@ impl SearchOptions {
             "fuse.static" => self.fuse.static_dense = number,
             "fuse.confidence" => self.fuse.lexical_confidence = number.clamp(0.0, 1.0),
             "fuse.confidence_power" => self.fuse.confidence_power = number.max(0.0),
+            "fuse.short_words" => self.fuse.short_words = number.max(0.0) as usize,
+            "fuse.short_power" => self.fuse.short_power = number.max(0.0),
             "cap" => self.per_file_cap = number.max(0.0) as usize,
             "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
             "exact" => self.exact_priority = flag,
@@ -450,9 +454,7 @@ pub fn search_with(
     results.lexical_coverage = coverage;
     // A lexical list whose best hit holds the whole query is evidence the
     // dense list should not overrule; one that matches little is not.
-    fuse_config.weights[1] *= 1.0
-        - options.fuse.lexical_confidence
-            * coverage.clamp(0.0, 1.0).powf(options.fuse.confidence_power);
+    fuse_config.weights[1] *= options.fuse.dense_factor(query_text, coverage);
     let mut fused = fuse(&lists, &fuse_config);
     let lexical_info: FxHashMap<u32, &LexicalHit> =
         lexical.iter().map(|h| (h.chunk_id, h)).collect();

@@ -80,6 +80,21 @@ enum Dense {
 }
 
 impl Dense {
+    /// As `load`, with the exact GELU fused onto an int8 layer's output
+    /// (saves a copy and a pass over the widest activations); the flag
+    /// says whether it was, as an f32 layer leaves it to the caller.
+    fn load_with_gelu(
+        vb: &VarBuilder,
+        input: usize,
+        output: usize,
+        precision: Precision,
+    ) -> candle_core::Result<(Dense, bool)> {
+        Ok(match Dense::load(vb, input, output, precision)? {
+            Dense::Int8(layer) => (Dense::Int8(layer.with_gelu()), true),
+            dense => (dense, false),
+        })
+    }
+
     /// Loads `prefix.weight` `(out, in)` and `prefix.bias` `(out)`.
     fn load(
         vb: &VarBuilder,
@@ -198,6 +213,8 @@ struct Layer {
     intermediate: Dense,
     output: Dense,
     output_norm: Norm,
+    /// Whether `intermediate` applies the activation itself.
+    fused_activation: bool,
 }
 
 /// The encoder: embeddings, layers, and how to run them.
@@ -261,6 +278,12 @@ impl Encoder {
                 biases.push(this.get(hidden, &format!("{part}.bias"))?);
             }
             let inter = config.intermediate_size;
+            let (intermediate, fused_activation) = if config.hidden_act == HiddenAct::Gelu {
+                Dense::load_with_gelu(&vb.pp("intermediate.dense"), hidden, inter, precision)?
+            } else {
+                let dense = Dense::load(&vb.pp("intermediate.dense"), hidden, inter, precision)?;
+                (dense, false)
+            };
             layers.push(Layer {
                 qkv: Dense::from_parts(&weights, &biases, precision)?,
                 attention_out: Dense::load(
@@ -274,7 +297,8 @@ impl Encoder {
                     hidden,
                     config.layer_norm_eps,
                 )?,
-                intermediate: Dense::load(&vb.pp("intermediate.dense"), hidden, inter, precision)?,
+                intermediate,
+                fused_activation,
                 output: Dense::load(&vb.pp("output.dense"), inter, hidden, precision)?,
                 output_norm: Norm::load(&vb.pp("output.LayerNorm"), hidden, config.layer_norm_eps)?,
             });
@@ -334,7 +358,12 @@ impl Encoder {
         let attended = layer
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + xs)?)?;
-        let inner = self.activate(&layer.intermediate.forward(&attended)?)?;
+        let inner = layer.intermediate.forward(&attended)?;
+        let inner = if layer.fused_activation {
+            inner
+        } else {
+            self.activate(&inner)?
+        };
         layer
             .output_norm
             .forward(&(layer.output.forward(&inner)? + attended)?)

@@ -67,6 +67,9 @@ pub(crate) struct QuantLinear {
     /// activations' zero point to take off the accumulator.
     offset: Vec<i32>,
     bias: Vec<f32>,
+    /// Exact GELU applied to each job's rows once they are scaled back,
+    /// while they are in cache (the feed-forward layer's activation).
+    gelu: bool,
 }
 
 impl QuantLinear {
@@ -133,7 +136,14 @@ impl QuantLinear {
             scale,
             offset,
             bias: bias.to_vec(),
+            gelu: false,
         }
+    }
+
+    /// This layer with the exact GELU fused onto its output.
+    pub(crate) fn with_gelu(mut self) -> QuantLinear {
+        self.gelu = true;
+        self
     }
 
     pub(crate) fn inputs(&self) -> usize {
@@ -158,8 +168,16 @@ impl QuantLinear {
         out
     }
 
-    /// One job: quantise its rows, multiply, scale back.
+    /// One job: quantise its rows, multiply, scale back, activate.
     fn job(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
+        self.product(x, out, kernel);
+        if self.gelu {
+            super::kernels::gelu_erf_in_place(out);
+        }
+    }
+
+    /// `out = x W + b` for one job's rows.
+    fn product(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
         let rows = x.len() / self.k;
         let mut qx = vec![128u8; rows * self.k4];
         let mut row_scale = vec![0f32; rows];
@@ -606,6 +624,18 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn fused_gelu_equals_gelu_after_the_product() {
+        let (rows, k, n) = (70, 384, 100);
+        let x = noise(rows * k, 9);
+        let w = noise(k * n, 10);
+        let b = noise(n, 11);
+        let mut want = QuantLinear::new(&w, k, n, &b).forward(&x);
+        crate::dense::kernels::gelu_erf_par(&mut want);
+        let fused = QuantLinear::new(&w, k, n, &b).with_gelu();
+        assert_eq!(fused.forward(&x), want);
     }
 
     #[test]

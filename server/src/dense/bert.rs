@@ -80,19 +80,19 @@ enum Dense {
 }
 
 impl Dense {
-    /// As `load`, with the exact GELU fused onto an int8 layer's output
-    /// (saves a copy and a pass over the widest activations); the flag
-    /// says whether it was, as an f32 layer leaves it to the caller.
-    fn load_with_gelu(
-        vb: &VarBuilder,
-        input: usize,
-        output: usize,
-        precision: Precision,
-    ) -> candle_core::Result<(Dense, bool)> {
-        Ok(match Dense::load(vb, input, output, precision)? {
-            Dense::Int8(layer) => (Dense::Int8(layer.with_gelu()), true),
-            dense => (dense, false),
-        })
+    /// This layer with the exact GELU fused onto its output where it is
+    /// int8 (saves a copy and a pass over the widest activations); an f32
+    /// layer is returned as it is and leaves the activation to the caller.
+    fn with_gelu(self) -> Dense {
+        match self {
+            Dense::Int8(layer) => Dense::Int8(layer.with_gelu()),
+            dense => dense,
+        }
+    }
+
+    /// Whether the output already went through the activation.
+    fn activates(&self) -> bool {
+        matches!(self, Dense::Int8(layer) if layer.applies_gelu())
     }
 
     /// Loads `prefix.weight` `(out, in)` and `prefix.bias` `(out)`.
@@ -213,8 +213,6 @@ struct Layer {
     intermediate: Dense,
     output: Dense,
     output_norm: Norm,
-    /// Whether `intermediate` applies the activation itself.
-    fused_activation: bool,
 }
 
 /// The encoder: embeddings, layers, and how to run them.
@@ -278,12 +276,11 @@ impl Encoder {
                 biases.push(this.get(hidden, &format!("{part}.bias"))?);
             }
             let inter = config.intermediate_size;
-            let (intermediate, fused_activation) = if config.hidden_act == HiddenAct::Gelu {
-                Dense::load_with_gelu(&vb.pp("intermediate.dense"), hidden, inter, precision)?
-            } else {
-                let dense = Dense::load(&vb.pp("intermediate.dense"), hidden, inter, precision)?;
-                (dense, false)
-            };
+            let mut intermediate =
+                Dense::load(&vb.pp("intermediate.dense"), hidden, inter, precision)?;
+            if config.hidden_act == HiddenAct::Gelu {
+                intermediate = intermediate.with_gelu();
+            }
             layers.push(Layer {
                 qkv: Dense::from_parts(&weights, &biases, precision)?,
                 attention_out: Dense::load(
@@ -298,7 +295,6 @@ impl Encoder {
                     config.layer_norm_eps,
                 )?,
                 intermediate,
-                fused_activation,
                 output: Dense::load(&vb.pp("output.dense"), inter, hidden, precision)?,
                 output_norm: Norm::load(&vb.pp("output.LayerNorm"), hidden, config.layer_norm_eps)?,
             });
@@ -359,7 +355,7 @@ impl Encoder {
             .attention_norm
             .forward(&(layer.attention_out.forward(&context)? + xs)?)?;
         let inner = layer.intermediate.forward(&attended)?;
-        let inner = if layer.fused_activation {
+        let inner = if layer.intermediate.activates() {
             inner
         } else {
             self.activate(&inner)?

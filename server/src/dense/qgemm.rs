@@ -73,27 +73,36 @@ pub(crate) struct QuantLinear {
 }
 
 impl QuantLinear {
-    /// The fastest int8 kernel this CPU has (checked once).
-    pub(crate) fn kernel() -> Kernel {
+    /// The native int8 kernels this CPU runs, fastest first (checked once).
+    fn native_kernels() -> &'static [Kernel] {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::is_x86_feature_detected as has;
             use std::sync::OnceLock;
-            static KERNEL: OnceLock<Kernel> = OnceLock::new();
-            *KERNEL.get_or_init(|| {
+            static KERNELS: OnceLock<Vec<Kernel>> = OnceLock::new();
+            KERNELS.get_or_init(|| {
+                let mut kernels = Vec::new();
                 if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
-                    Kernel::Vnni
-                } else if has!("avx2") && has!("fma") {
-                    Kernel::Avx2
-                } else {
-                    Kernel::Portable
+                    kernels.push(Kernel::Vnni);
                 }
+                if has!("avx2") && has!("fma") {
+                    kernels.push(Kernel::Avx2);
+                }
+                kernels
             })
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            Kernel::Portable
+            &[]
         }
+    }
+
+    /// The fastest int8 kernel this CPU has.
+    pub(crate) fn kernel() -> Kernel {
+        QuantLinear::native_kernels()
+            .first()
+            .copied()
+            .unwrap_or(Kernel::Portable)
     }
 
     /// Whether this CPU runs an int8 kernel natively.
@@ -146,6 +155,11 @@ impl QuantLinear {
         self
     }
 
+    /// Whether `with_gelu` made this layer.
+    pub(crate) fn applies_gelu(&self) -> bool {
+        self.gelu
+    }
+
     pub(crate) fn inputs(&self) -> usize {
         self.k
     }
@@ -191,26 +205,20 @@ impl QuantLinear {
                 unsafe {
                     vnni::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
                     vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                    vnni::scale_back(self, &acc, &row_scale, out);
+                    vnni::scale_back::<false>(self, &acc, &row_scale, out);
                 }
                 return;
             }
             Kernel::Avx2 => {
                 // SAFETY: `kernel` chose Avx2 only where it found AVX2 and
                 // FMA; the buffers have the shapes these functions read.
+                // The kernel sums (qx - 128) * w, the centred accumulator
+                // the others reach by taking the offsets off.
                 unsafe {
                     avx2::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
                     avx2::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
+                    avx2::scale_back::<true>(self, &acc, &row_scale, out);
                 }
-                // The kernel summed (qx - 128) * w: add 128 * sum w back,
-                // so that the VNNI kernel's accumulators come out.
-                for row in acc.chunks_exact_mut(width) {
-                    for (a, &off) in row.iter_mut().zip(&self.offset) {
-                        *a += off;
-                    }
-                }
-                // SAFETY: as above.
-                unsafe { avx2::scale_back(self, &acc, &row_scale, out) };
                 return;
             }
             Kernel::Portable => {}
@@ -219,7 +227,7 @@ impl QuantLinear {
         let _ = kernel;
         quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
         portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-        scale_back(self, &acc, &row_scale, out);
+        scale_back::<false>(self, &acc, &row_scale, out);
     }
 }
 
@@ -245,9 +253,16 @@ fn quantise(x: &[f32], k: usize, k4: usize, qx: &mut [u8], row_scale: &mut [f32]
     }
 }
 
-/// `out = t * s_j * (acc - offset_j) + bias_j`, row by row.
+/// `out = t * s_j * (acc - offset_j) + bias_j`, row by row; with
+/// `CENTRED`, `acc` already sums `(qx - 128) * w` and has no offset to take
+/// off (the same integer, so the same result bit for bit).
 #[inline(always)]
-fn scale_back(layer: &QuantLinear, acc: &[i32], row_scale: &[f32], out: &mut [f32]) {
+fn scale_back<const CENTRED: bool>(
+    layer: &QuantLinear,
+    acc: &[i32],
+    row_scale: &[f32],
+    out: &mut [f32],
+) {
     let width = layer.panels * PANEL;
     for ((out, acc), &t) in out
         .chunks_exact_mut(layer.n)
@@ -261,7 +276,8 @@ fn scale_back(layer: &QuantLinear, acc: &[i32], row_scale: &[f32], out: &mut [f3
             .zip(&layer.offset)
             .zip(&layer.bias)
         {
-            *o = t * s * (a - off) as f32 + b;
+            let a = if CENTRED { a } else { a - off };
+            *o = t * s * a as f32 + b;
         }
     }
 }
@@ -305,39 +321,48 @@ fn portable_multiply(
     }
 }
 
+/// Defines `quantise` and `scale_back` in a kernel's module: the portable
+/// loops, compiled for the instruction set `$features` names.
+#[cfg(target_arch = "x86_64")]
+macro_rules! compiled_for {
+    ($features:literal) => {
+        /// `super::quantise`, compiled for this module's instruction set.
+        ///
+        /// # Safety
+        /// The CPU must have the features this module's kernel needs.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn quantise(
+            x: &[f32],
+            k: usize,
+            k4: usize,
+            qx: &mut [u8],
+            row_scale: &mut [f32],
+        ) {
+            super::quantise(x, k, k4, qx, row_scale)
+        }
+
+        /// `super::scale_back`, compiled for this module's instruction set.
+        ///
+        /// # Safety
+        /// As `quantise`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn scale_back<const CENTRED: bool>(
+            layer: &super::QuantLinear,
+            acc: &[i32],
+            row_scale: &[f32],
+            out: &mut [f32],
+        ) {
+            super::scale_back::<CENTRED>(layer, acc, row_scale, out)
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{QuantLinear, PANEL, TILE_PANELS, TILE_ROWS};
+    use super::{PANEL, TILE_PANELS, TILE_ROWS};
     use std::arch::x86_64::*;
 
-    /// `super::quantise`, compiled for AVX-512.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512 F and BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn quantise(
-        x: &[f32],
-        k: usize,
-        k4: usize,
-        qx: &mut [u8],
-        row_scale: &mut [f32],
-    ) {
-        super::quantise(x, k, k4, qx, row_scale)
-    }
-
-    /// `super::scale_back`, compiled for AVX-512.
-    ///
-    /// # Safety
-    /// The CPU must have AVX-512 F and BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn scale_back(
-        layer: &QuantLinear,
-        acc: &[i32],
-        row_scale: &[f32],
-        out: &mut [f32],
-    ) {
-        super::scale_back(layer, acc, row_scale, out)
-    }
+    compiled_for!("avx512f,avx512bw");
 
     /// As `portable_multiply`, with `vpdpbusd` on tiles of `TILE_ROWS` rows
     /// by `TILE_PANELS` panels.
@@ -417,41 +442,14 @@ mod vnni {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{QuantLinear, PANEL};
+    use super::PANEL;
     use std::arch::x86_64::*;
 
     /// Rows a tile covers (with two registers of columns each: eight
     /// accumulators of the sixteen registers).
     const ROWS: usize = 4;
 
-    /// `super::quantise`, compiled for AVX2.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn quantise(
-        x: &[f32],
-        k: usize,
-        k4: usize,
-        qx: &mut [u8],
-        row_scale: &mut [f32],
-    ) {
-        super::quantise(x, k, k4, qx, row_scale)
-    }
-
-    /// `super::scale_back`, compiled for AVX2.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn scale_back(
-        layer: &QuantLinear,
-        acc: &[i32],
-        row_scale: &[f32],
-        out: &mut [f32],
-    ) {
-        super::scale_back(layer, acc, row_scale, out)
-    }
+    compiled_for!("avx2,fma");
 
     /// `acc[r][c] = sum_k (qx[r][k] - 128) * w[k][c]`: `portable_multiply`
     /// less the column offsets, on tiles of `ROWS` rows by one panel.
@@ -592,17 +590,7 @@ mod tests {
 
     #[test]
     fn native_kernels_equal_the_portable_one_bit_for_bit() {
-        let mut kernels = vec![];
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx2") && has!("fma") {
-                kernels.push(Kernel::Avx2);
-            }
-            if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
-                kernels.push(Kernel::Vnni);
-            }
-        }
+        let kernels = QuantLinear::native_kernels();
         if kernels.is_empty() {
             eprintln!("skipped: this CPU has no native int8 kernel");
             return;
@@ -616,7 +604,7 @@ mod tests {
             let b = noise(n, 6);
             let layer = QuantLinear::new(&w, k, n, &b);
             let want = layer.forward_with(&x, Kernel::Portable);
-            for &kernel in &kernels {
+            for &kernel in kernels {
                 assert_eq!(
                     layer.forward_with(&x, kernel),
                     want,

@@ -22,7 +22,7 @@ use tokenizers::Tokenizer;
 
 const MAGIC: &[u8; 4] = b"QSTT";
 /// Bumped whenever the recipe changes, so old files are distilled again.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Token sequences per forward pass while distilling.
 const DISTILL_BATCH: usize = 256;
 /// The smooth-inverse-frequency constant `a` of `a / (a + p(token))`.
@@ -133,7 +133,7 @@ impl StaticModel {
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, ModelError> {
         let encoding = self
             .tokenizer
-            .encode_fast(text, false)
+            .encode_fast(spell_out(text).as_str(), false)
             .map_err(|e| ModelError::Embed(format!("tokenizer: {e}")))?;
         let mut sum = vec![0f32; self.dim];
         for id in encoding.get_ids().iter().take(MAX_TOKENS) {
@@ -196,6 +196,35 @@ impl StaticModel {
             tokenizer,
         })
     }
+}
+
+/// `text` with every identifier spelled out as its words
+/// (`retryFailedRequest` and `retry_failed_request` both become
+/// `retry failed request`). A token's vector is all the static tier knows
+/// of it, with no context to mend a bad split, and WordPiece cuts a joined
+/// identifier into pieces that mean little (`##fa`, `##iled`).
+fn spell_out(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let word = &rest[..end];
+        let mut first = true;
+        crate::lexical::tokenize::split_parts(word, &mut |s, e| {
+            if !first {
+                out.push(' ');
+            }
+            first = false;
+            out.push_str(&word[s..e]);
+        });
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn is_special(token: &str) -> bool {
@@ -283,6 +312,16 @@ mod tests {
         assert!(dot(a, b) / (norm(a) * norm(b)) > 0.99, "{out:?}");
         // The most frequent (first) token weighs least.
         assert!(norm(a) < norm(b) && norm(b) < norm(c), "{out:?}");
+    }
+
+    #[test]
+    fn identifiers_are_spelled_out_as_words() {
+        assert_eq!(
+            spell_out("fn retryFailedRequest(max_retries: u32) -> HTTPError {"),
+            "fn retry Failed Request(max retries: u 32) -> HTTP Error {"
+        );
+        assert_eq!(spell_out("résumé — naïve"), "résumé — naïve");
+        assert_eq!(spell_out("__init__"), "init");
     }
 
     #[test]

@@ -465,21 +465,18 @@ pub fn chunk_text(
     let body = source_without_children(segment, position, file_text, max_chars);
     // The name's words spelled out (`Node::find_input` -> "node find
     // input"): the model's vocabulary splits joined identifiers badly.
-    let mut words = String::new();
     let name = &*chunk.qualified_name;
     let name = if chunk.kind == crate::chunk::ChunkKind::Lines {
         ""
     } else {
         name
     };
-    for part in name.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-        crate::lexical::tokenize::split_parts(part, &mut |start, end| {
-            if !words.is_empty() {
-                words.push(' ');
-            }
-            words.push_str(&part[start..end].to_lowercase());
-        });
-    }
+    let words = crate::lexical::tokenize::spell_out(name)
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ");
     let head = if chunk.kind == crate::chunk::ChunkKind::Lines {
         // A line window is named by its path and lines: left out, so a
         // moved file keeps its vectors.

@@ -17,6 +17,7 @@
 
 use super::embed::{Embedder, ModelError};
 use crate::codec::{frame, unframe, Reader, Writer};
+use crate::lexical::tokenize::spell_out;
 use std::path::{Path, PathBuf};
 use tokenizers::Tokenizer;
 
@@ -198,35 +199,6 @@ impl StaticModel {
     }
 }
 
-/// `text` with every identifier spelled out as its words
-/// (`retryFailedRequest` and `retry_failed_request` both become
-/// `retry failed request`). A token's vector is all the static tier knows
-/// of it, with no context to mend a bad split, and WordPiece cuts a joined
-/// identifier into pieces that mean little (`##fa`, `##iled`).
-fn spell_out(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    let mut rest = text;
-    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_') {
-        out.push_str(&rest[..start]);
-        rest = &rest[start..];
-        let end = rest
-            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let word = &rest[..end];
-        let mut first = true;
-        crate::lexical::tokenize::split_parts(word, &mut |s, e| {
-            if !first {
-                out.push(' ');
-            }
-            first = false;
-            out.push_str(&word[s..e]);
-        });
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
 fn is_special(token: &str) -> bool {
     (token.starts_with('[') && token.ends_with(']'))
         || (token.starts_with('<') && token.ends_with('>') && token.len() > 2)
@@ -312,16 +284,6 @@ mod tests {
         assert!(dot(a, b) / (norm(a) * norm(b)) > 0.99, "{out:?}");
         // The most frequent (first) token weighs least.
         assert!(norm(a) < norm(b) && norm(b) < norm(c), "{out:?}");
-    }
-
-    #[test]
-    fn identifiers_are_spelled_out_as_words() {
-        assert_eq!(
-            spell_out("fn retryFailedRequest(max_retries: u32) -> HTTPError {"),
-            "fn retry Failed Request(max retries: u 32) -> HTTP Error {"
-        );
-        assert_eq!(spell_out("résumé — naïve"), "résumé — naïve");
-        assert_eq!(spell_out("__init__"), "init");
     }
 
     #[test]

@@ -222,6 +222,33 @@ pub fn split_parts(word: &str, sink: &mut dyn FnMut(usize, usize)) {
     }
 }
 
+/// `text` with every identifier spelled out as its parts (`split_parts`),
+/// one space between them, and the text between identifiers kept as it is:
+/// `fn retryFailedRequest(max_retries)` -> `fn retry Failed Request(max
+/// retries)`. For embedding models, whose vocabularies cut a joined
+/// identifier into pieces that mean little (`##fa`, `##iled`).
+pub fn spell_out(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    let mut rest = text;
+    while let Some(start) = rest.find(is_word_char) {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find(|c| !is_word_char(c)).unwrap_or(rest.len());
+        let word = &rest[..end];
+        let mut first = true;
+        split_parts(word, &mut |s, e| {
+            if !first {
+                out.push(' ');
+            }
+            first = false;
+            out.push_str(&word[s..e]);
+        });
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// English words a natural-language query may contain that carry no
 /// meaning for search. Only applied to lowercase query words.
 const STOPWORDS: &[&str] = &[
@@ -262,6 +289,16 @@ mod tests {
 
     fn check(text: &str, expect: &[&str]) {
         assert_eq!(tokens(text), expect, "tokens of {text:?}");
+    }
+
+    #[test]
+    fn identifiers_are_spelled_out_as_words() {
+        assert_eq!(
+            spell_out("fn retryFailedRequest(max_retries: u32) -> HTTPError {"),
+            "fn retry Failed Request(max retries: u 32) -> HTTP Error {"
+        );
+        assert_eq!(spell_out("résumé — naïve"), "résumé — naïve");
+        assert_eq!(spell_out("__init__"), "init");
     }
 
     #[test]

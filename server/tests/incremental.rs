@@ -35,6 +35,7 @@ fn small_workspace() -> Workspace {
 #[test]
 fn cold_then_noop_then_one_edit() {
     let ws = small_workspace();
+    ws.settle();
     let index = ws.open();
     let cold = index.refresh(&|_| {}).expect("cold");
     assert_eq!(
@@ -381,7 +382,7 @@ fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
 fn content_rewritten_with_its_old_size_and_mtime_is_read_again() {
     let ws = small_workspace();
     // Let the files age past the racy window, so their rows carry a stamp.
-    std::thread::sleep(std::time::Duration::from_millis(60));
+    ws.settle();
     let index = ws.open();
     index.refresh(&|_| {}).expect("cold");
     std::thread::sleep(std::time::Duration::from_millis(60));

@@ -61,6 +61,37 @@ impl Workspace {
         }
         std::fs::write(path, text).expect("write");
     }
+
+    /// Waits until every file of the workspace has aged past the "racily
+    /// clean" window (`quarry::walk::stat` gives it a non-zero stamp), so
+    /// the next refresh records settled rows and a refresh after it has
+    /// nothing to write, however fast the machine runs the test. Waits on
+    /// the condition, not for a fixed time; gives up after 10 s.
+    pub fn settle(&self) {
+        fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    files(&path, out);
+                } else {
+                    out.push(path);
+                }
+            }
+        }
+        let mut paths = Vec::new();
+        files(&self.root(), &mut paths);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while paths
+            .iter()
+            .any(|p| quarry::walk::stat(p).expect("stat").stamp == 0)
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "files still racily clean after 10 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
 
 pub fn copy_dir(src: &Path, dst: &Path) {

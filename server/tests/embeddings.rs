@@ -22,11 +22,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Cosine floor against the float64 reference.
 const MIN_REFERENCE_COSINE: f64 = 0.9999;
 
-/// Cosine floor of the int8 encoder against the same reference.
-const MIN_INT8_COSINE: f64 = 0.985;
+/// Cosine floor of the int8 encoder against the same reference (0.9897
+/// measured with seven-bit weights and asymmetric activation codes; the
+/// earlier symmetric 8-bit coding gave 0.9857).
+const MIN_INT8_COSINE: f64 = 0.988;
 
-/// Mean cosine floor of the int8 encoder against the reference.
-const MIN_INT8_MEAN_COSINE: f64 = 0.995;
+/// Mean cosine floor of the int8 encoder against the reference (0.9967
+/// measured; 0.9962 with the symmetric 8-bit coding).
+const MIN_INT8_MEAN_COSINE: f64 = 0.996;
 
 /// Largest per-component difference allowed between a text's vector alone
 /// and in a padded batch (float rounding from different matrix shapes).

@@ -358,9 +358,12 @@ impl Embedder {
             ("pooling", pooling_bytes.as_deref()),
             ("modules", modules_bytes.as_deref()),
         ];
-        // f32 ids stay what they were before int8 existed.
+        // f32 ids stay what they were before int8 existed. The int8 part
+        // names the coding (`qgemm`: seven-bit weights, asymmetric
+        // activations); vectors of the earlier symmetric 8-bit coding had
+        // `int8` and are never mixed with these.
         if precision == Precision::Int8 {
-            parts.push(("precision", Some(&b"int8"[..])));
+            parts.push(("precision", Some(&b"int8-w7-asym"[..])));
         }
         let model_id = model_id_for(dir, &parts, weights_len, max_tokens);
         Ok(Embedder {

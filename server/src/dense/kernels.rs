@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-pub(crate) use generic::max_abs;
+pub(crate) use generic::span_with_zero;
 
 /// Elements per parallel GELU job.
 const GELU_JOB: usize = 16 * 1024;
@@ -299,18 +299,23 @@ mod generic {
         lanes.iter().fold(tail, |m, &v| m.max(v))
     }
 
-    /// The largest absolute value (0 for none).
+    /// The smallest and the largest value, with 0 among the values (so
+    /// `(0, 0)` for none); NaN is passed over.
     #[inline(always)]
-    pub(crate) fn max_abs(xs: &[f32]) -> f32 {
-        let mut lanes = [0f32; LANES];
+    pub(crate) fn span_with_zero(xs: &[f32]) -> (f32, f32) {
+        let mut low = [0f32; LANES];
+        let mut high = [0f32; LANES];
         let mut chunks = xs.chunks_exact(LANES);
         for chunk in &mut chunks {
-            for (m, &v) in lanes.iter_mut().zip(chunk) {
-                *m = m.max(v.abs());
+            for ((l, h), &v) in low.iter_mut().zip(high.iter_mut()).zip(chunk) {
+                *l = l.min(v);
+                *h = h.max(v);
             }
         }
-        let tail = chunks.remainder().iter().fold(0f32, |m, &v| m.max(v.abs()));
-        lanes.iter().fold(tail, |m, &v| m.max(v))
+        let fold = |(l, h): (f32, f32), v: f32| (l.min(v), h.max(v));
+        let tail = chunks.remainder().iter().copied().fold((0f32, 0f32), fold);
+        let tail = low.iter().copied().fold(tail, |(l, h), v| (l.min(v), h));
+        high.iter().copied().fold(tail, |(l, h), v| (l, h.max(v)))
     }
 
     #[inline(always)]

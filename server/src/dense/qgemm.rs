@@ -2,10 +2,13 @@
 //! activations per row at run time, products accumulated exactly in i32.
 //!
 //! - A weight column `j` is stored as `round(w / s_j)` (ties to even, as
-//!   every rounding here) in `[-127, 127]` with
-//!   `s_j = max |w[.., j]| / 127`; a row of activations as
-//!   `round(x / t) + 128` in `[1, 255]` with `t = max |x| / 127`, so the
-//!   product is `t * s_j * (acc - 128 * sum_k q_w[k, j])`. The sum over
+//!   every rounding here) in `[-63, 63]` (seven bits, see below) with
+//!   `s_j = max |w[.., j]| / 63`; a row of activations as
+//!   `round(x / t) + z` in `[0, 255]`, asymmetric: `t = (max - min) / 255`
+//!   over the row's values and 0, and `z` the code of 0, so a row after
+//!   GELU, which reaches only -0.17 below 0, gets nearly twice the steps a
+//!   symmetric `[-max, max]` code would give it. The product is
+//!   `t * s_j * (acc - z * sum_k q_w[k, j])`. The sum over
 //!   `k` is integer and exact, so the AVX-512 VNNI kernel, the AVX2 one
 //!   and the portable one give bit-identical results (a test pins it).
 //! - Weights are packed in panels of 16 output columns, each panel
@@ -13,11 +16,14 @@
 //!   layout of `vpdpbusd`.
 //! - Rows are split over the calling rayon pool in jobs of `JOB_ROWS`.
 //!
-//! - AVX2 has no `vpdpbusd`, and `vpmaddubsw` saturates its 16-bit pair
-//!   sums, which `[1, 255] x [-127, 127]` can overflow; so the AVX2 kernel
-//!   multiplies the signed activations `q = round(x / t)` instead:
-//!   `|q| * (w * sign q)` pairs stay within `2 * 127 * 127`, `vpmaddwd`
-//!   widens them to i32, and the column offsets are added back after.
+//! - Why seven bits: AVX2 has no `vpdpbusd`; its `vpmaddubsw` multiplies
+//!   unsigned by signed bytes but saturates each 16-bit sum of two
+//!   products. `255 * 63 * 2 = 32130` fits in an i16 where `255 * 127 * 2`
+//!   does not, so with weights in `[-63, 63]` the AVX2 kernel multiplies
+//!   the same unsigned activations as VNNI, exactly, in three instructions
+//!   per 32 products (`vpmaddubsw`, `vpmaddwd`, `vpaddd`) instead of four
+//!   with a sign step. The weights' extra rounding moves a vector's cosine
+//!   to the f32 one by about 0.001 (tests/embeddings.rs pins the bound).
 //!
 //! Used only where the CPU has AVX-512 VNNI or AVX2 (`QuantLinear::kernel`):
 //! elsewhere the portable kernel would be slower than f32 gemm, so the
@@ -35,14 +41,17 @@ const TILE_PANELS: usize = 4;
 const TILE_ROWS: usize = 4;
 /// Rows per parallel job.
 const JOB_ROWS: usize = 32;
+/// The largest quantised weight magnitude: seven bits, so that AVX2's
+/// saturating `vpmaddubsw` stays exact (see the module doc).
+const WEIGHT_MAX: i32 = 63;
 
 /// The int8 product this CPU runs natively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kernel {
     /// AVX-512 F, BW and VNNI: `vpdpbusd`.
     Vnni,
-    /// AVX2 (with FMA, for the f32 steps around it): `vpmaddubsw` on
-    /// signed activations.
+    /// AVX2 (with FMA, for the f32 steps around it): `vpmaddubsw`, exact
+    /// on seven-bit weights.
     Avx2,
     /// Plain loops: correct everywhere, slower than f32 gemm.
     Portable,
@@ -63,9 +72,9 @@ pub(crate) struct QuantLinear {
     packed: Vec<i8>,
     /// Per output column: the weight scale.
     scale: Vec<f32>,
-    /// Per output column: 128 times the sum of its quantised weights, the
-    /// activations' zero point to take off the accumulator.
-    offset: Vec<i32>,
+    /// Per output column: the sum of its quantised weights, which times a
+    /// row's zero code is taken off the accumulator.
+    column_sum: Vec<i32>,
     bias: Vec<f32>,
     /// Exact GELU applied to each job's rows once they are scaled back,
     /// while they are in cache (the feed-forward layer's activation).
@@ -122,16 +131,20 @@ impl QuantLinear {
             }
         }
         for s in &mut scale {
-            *s = if *s > 0.0 { *s / 127.0 } else { 1.0 };
+            *s = if *s > 0.0 {
+                *s / WEIGHT_MAX as f32
+            } else {
+                1.0
+            };
         }
         let k4 = k.div_ceil(4) * 4;
         let panels = n.div_ceil(PANEL * TILE_PANELS) * TILE_PANELS;
         let mut packed = vec![0i8; panels * k4 * PANEL];
-        let mut offset = vec![0i32; n];
+        let mut column_sum = vec![0i32; n];
         for (kk, row) in weight_t.chunks_exact(n).enumerate() {
             for (j, &w) in row.iter().enumerate() {
-                let q = round_even(w / scale[j]).clamp(-127, 127) as i8;
-                offset[j] += 128 * i32::from(q);
+                let q = round_even(w / scale[j]).clamp(-WEIGHT_MAX, WEIGHT_MAX) as i8;
+                column_sum[j] += i32::from(q);
                 let (panel, column) = (j / PANEL, j % PANEL);
                 packed[((panel * (k4 / 4) + kk / 4) * PANEL + column) * 4 + kk % 4] = q;
             }
@@ -143,7 +156,7 @@ impl QuantLinear {
             panels,
             packed,
             scale,
-            offset,
+            column_sum,
             bias: bias.to_vec(),
             gelu: false,
         }
@@ -193,8 +206,9 @@ impl QuantLinear {
     /// `out = x W + b` for one job's rows.
     fn product(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
         let rows = x.len() / self.k;
-        let mut qx = vec![128u8; rows * self.k4];
-        let mut row_scale = vec![0f32; rows];
+        // Inputs past `k` meet zero weights: their code does not matter.
+        let mut qx = vec![0u8; rows * self.k4];
+        let mut codes = vec![RowCode::default(); rows];
         let width = self.panels * PANEL;
         let mut acc = vec![0i32; rows * width];
         #[cfg(target_arch = "x86_64")]
@@ -203,21 +217,19 @@ impl QuantLinear {
                 // SAFETY: `kernel` chose Vnni only where it found AVX-512
                 // F, BW and VNNI; the buffers have the shapes these read.
                 unsafe {
-                    vnni::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+                    vnni::quantise(x, self.k, self.k4, &mut qx, &mut codes);
                     vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                    vnni::scale_back::<false>(self, &acc, &row_scale, out);
+                    vnni::scale_back(self, &acc, &codes, out);
                 }
                 return;
             }
             Kernel::Avx2 => {
                 // SAFETY: `kernel` chose Avx2 only where it found AVX2 and
                 // FMA; the buffers have the shapes these functions read.
-                // The kernel sums (qx - 128) * w, the centred accumulator
-                // the others reach by taking the offsets off.
                 unsafe {
-                    avx2::quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+                    avx2::quantise(x, self.k, self.k4, &mut qx, &mut codes);
                     avx2::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                    avx2::scale_back::<true>(self, &acc, &row_scale, out);
+                    avx2::scale_back(self, &acc, &codes, out);
                 }
                 return;
             }
@@ -225,59 +237,63 @@ impl QuantLinear {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = kernel;
-        quantise(x, self.k, self.k4, &mut qx, &mut row_scale);
+        quantise(x, self.k, self.k4, &mut qx, &mut codes);
         portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-        scale_back::<false>(self, &acc, &row_scale, out);
+        scale_back(self, &acc, &codes, out);
     }
 }
 
-/// Rows of `k` activations to rows of `k4` bytes `round(x / t) + 128`, and
-/// each row's `t`.
+/// How a row of activations was coded: `x = step * (q - zero)`.
+#[derive(Clone, Copy, Debug, Default)]
+struct RowCode {
+    step: f32,
+    zero: i32,
+}
+
+/// Rows of `k` activations to rows of `k4` bytes `round(x / t) + z`, and
+/// each row's code.
 #[inline(always)]
-fn quantise(x: &[f32], k: usize, k4: usize, qx: &mut [u8], row_scale: &mut [f32]) {
-    for ((x, q), t) in x
+fn quantise(x: &[f32], k: usize, k4: usize, qx: &mut [u8], codes: &mut [RowCode]) {
+    for ((x, q), code) in x
         .chunks_exact(k)
         .zip(qx.chunks_exact_mut(k4))
-        .zip(row_scale.iter_mut())
+        .zip(codes.iter_mut())
     {
-        let max = super::kernels::max_abs(x);
-        *t = if max > 0.0 && max.is_finite() {
-            max / 127.0
+        let (low, high) = super::kernels::span_with_zero(x);
+        let span = high - low;
+        *code = if span > 0.0 && span.is_finite() {
+            let step = span / 255.0;
+            RowCode {
+                step,
+                zero: round_even(-low / step).clamp(0, 255),
+            }
         } else {
-            1.0
+            RowCode { step: 1.0, zero: 0 }
         };
-        let inv = 1.0 / *t;
+        let (inv, zero) = (1.0 / code.step, code.zero);
         for (q, &v) in q.iter_mut().zip(x) {
-            *q = (round_even(v * inv).clamp(-127, 127) + 128) as u8;
+            *q = (round_even(v * inv) + zero).clamp(0, 255) as u8;
         }
     }
 }
 
-/// `out = t * s_j * (acc - offset_j) + bias_j`, row by row; with
-/// `CENTRED`, `acc` already sums `(qx - 128) * w` and has no offset to take
-/// off (the same integer, so the same result bit for bit).
+/// `out = t * s_j * (acc - z * column_sum_j) + bias_j`, row by row.
 #[inline(always)]
-fn scale_back<const CENTRED: bool>(
-    layer: &QuantLinear,
-    acc: &[i32],
-    row_scale: &[f32],
-    out: &mut [f32],
-) {
+fn scale_back(layer: &QuantLinear, acc: &[i32], codes: &[RowCode], out: &mut [f32]) {
     let width = layer.panels * PANEL;
-    for ((out, acc), &t) in out
+    for ((out, acc), code) in out
         .chunks_exact_mut(layer.n)
         .zip(acc.chunks_exact(width))
-        .zip(row_scale)
+        .zip(codes)
     {
-        for ((((o, &a), &s), &off), &b) in out
+        for ((((o, &a), &s), &sum), &b) in out
             .iter_mut()
             .zip(acc)
             .zip(&layer.scale)
-            .zip(&layer.offset)
+            .zip(&layer.column_sum)
             .zip(&layer.bias)
         {
-            let a = if CENTRED { a } else { a - off };
-            *o = t * s * a as f32 + b;
+            *o = code.step * s * (a - code.zero * sum) as f32 + b;
         }
     }
 }
@@ -336,9 +352,9 @@ macro_rules! compiled_for {
             k: usize,
             k4: usize,
             qx: &mut [u8],
-            row_scale: &mut [f32],
+            codes: &mut [super::RowCode],
         ) {
-            super::quantise(x, k, k4, qx, row_scale)
+            super::quantise(x, k, k4, qx, codes)
         }
 
         /// `super::scale_back`, compiled for this module's instruction set.
@@ -346,13 +362,13 @@ macro_rules! compiled_for {
         /// # Safety
         /// As `quantise`.
         #[target_feature(enable = $features)]
-        pub(super) unsafe fn scale_back<const CENTRED: bool>(
+        pub(super) unsafe fn scale_back(
             layer: &super::QuantLinear,
             acc: &[i32],
-            row_scale: &[f32],
+            codes: &[super::RowCode],
             out: &mut [f32],
         ) {
-            super::scale_back::<CENTRED>(layer, acc, row_scale, out)
+            super::scale_back(layer, acc, codes, out)
         }
     };
 }
@@ -451,12 +467,12 @@ mod avx2 {
 
     compiled_for!("avx2,fma");
 
-    /// `acc[r][c] = sum_k (qx[r][k] - 128) * w[k][c]`: `portable_multiply`
-    /// less the column offsets, on tiles of `ROWS` rows by one panel.
+    /// As `portable_multiply`, on tiles of `ROWS` rows by one panel.
     ///
     /// # Safety
     /// The CPU must have AVX2; `qx` holds `rows * k4` bytes, `packed`
-    /// `panels * k4 * PANEL`, `acc` `rows * panels * PANEL`.
+    /// `panels * k4 * PANEL` weights in `[-WEIGHT_MAX, WEIGHT_MAX]`, `acc`
+    /// `rows * panels * PANEL`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn multiply(
         qx: &[u8],
@@ -469,10 +485,6 @@ mod avx2 {
         debug_assert!(qx.len() >= rows * k4);
         debug_assert!(packed.len() >= panels * k4 * PANEL);
         debug_assert!(acc.len() >= rows * panels * PANEL);
-        // Each activation as a sign and a magnitude, once per job rather
-        // than once per panel.
-        let signed: Vec<i8> = qx[..rows * k4].iter().map(|&q| (q ^ 0x80) as i8).collect();
-        let magnitude: Vec<u8> = signed.iter().map(|q| q.unsigned_abs()).collect();
         let blocks = k4 / 4;
         let width = panels * PANEL;
         let panel_bytes = blocks * PANEL * 4;
@@ -480,28 +492,26 @@ mod avx2 {
             let w = packed.as_ptr().add(panel * panel_bytes);
             let mut r = 0;
             while r < rows {
-                let s = signed.as_ptr().add(r * k4);
-                let m = magnitude.as_ptr().add(r * k4);
+                let x = qx.as_ptr().add(r * k4);
                 let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
                 match rows - r {
-                    1 => tile::<1>(s, m, k4, w, blocks, c, width),
-                    2 => tile::<2>(s, m, k4, w, blocks, c, width),
-                    3 => tile::<3>(s, m, k4, w, blocks, c, width),
-                    _ => tile::<ROWS>(s, m, k4, w, blocks, c, width),
+                    1 => tile::<1>(x, k4, w, blocks, c, width),
+                    2 => tile::<2>(x, k4, w, blocks, c, width),
+                    3 => tile::<3>(x, k4, w, blocks, c, width),
+                    _ => tile::<ROWS>(x, k4, w, blocks, c, width),
                 }
                 r += ROWS;
             }
         }
     }
 
-    /// `R` rows (stride `lda`) times one panel of `w`, stored to `c`
+    /// `R` rows of `x` (stride `lda`) times one panel of `w`, stored to `c`
     /// (stride `ldc`). A block of 4 inputs x 16 columns is two registers:
     /// columns 0-7 and 8-15, 4 bytes each.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn tile<const R: usize>(
-        signed: *const i8,
-        magnitude: *const u8,
+        x: *const u8,
         lda: usize,
         w: *const i8,
         blocks: usize,
@@ -514,14 +524,11 @@ mod avx2 {
             let low = _mm256_loadu_si256(w.add(b * PANEL * 4).cast());
             let high = _mm256_loadu_si256(w.add(b * PANEL * 4 + 32).cast());
             for (i, row) in sums.iter_mut().enumerate() {
-                let at = i * lda + b * 4;
-                let s = _mm256_set1_epi32(signed.add(at).cast::<i32>().read_unaligned());
-                let m = _mm256_set1_epi32(magnitude.add(at).cast::<i32>().read_unaligned());
+                let xv = _mm256_set1_epi32(x.add(i * lda + b * 4).cast::<i32>().read_unaligned());
                 for (sum, &wv) in row.iter_mut().zip(&[low, high]) {
-                    // |q| * (w * sign q) = q * w, two per 16-bit lane
-                    // (at most 2 * 127 * 128: no saturation), then four
-                    // per 32-bit lane.
-                    let pairs = _mm256_maddubs_epi16(m, _mm256_sign_epi8(wv, s));
+                    // x * w, two per 16-bit lane (at most 2 * 255 * 63:
+                    // no saturation), then four per 32-bit lane.
+                    let pairs = _mm256_maddubs_epi16(xv, wv);
                     *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
                 }
             }
@@ -583,7 +590,7 @@ mod tests {
                 .zip(&want)
                 .map(|(g, w)| (g - w).abs())
                 .fold(0f32, f32::max);
-            // Two 8-bit roundings per product of values in [-1, 1].
+            // A 7-bit and an 8-bit rounding per product of values in [-1, 1].
             assert!(worst < 0.02 * (k as f32).sqrt(), "{rows}x{k}x{n}: {worst}");
         }
     }
@@ -612,6 +619,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn extreme_codes_stay_exact_in_every_kernel() {
+        // Every pair at the bound: activation code 255 times weight +-63,
+        // `2 * 255 * 63` per 16-bit lane, the most AVX2's saturating pair
+        // sum must hold.
+        let (rows, k, n) = (5, 64, 64);
+        let x = vec![1.0f32; rows * k];
+        for sign in [1.0f32, -1.0] {
+            let w = vec![sign; k * n];
+            let b = vec![0.0f32; n];
+            let layer = QuantLinear::new(&w, k, n, &b);
+            let want = layer.forward_with(&x, Kernel::Portable);
+            assert!(want.iter().all(|&v| (v - sign * k as f32).abs() < 1e-3));
+            for &kernel in QuantLinear::native_kernels() {
+                assert_eq!(layer.forward_with(&x, kernel), want, "{kernel:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_above_zero_gets_every_code() {
+        // After GELU a row barely goes below 0: the asymmetric code spends
+        // its 256 steps on [min, max], not on a symmetric [-max, max].
+        let x: Vec<f32> = (0..256).map(|i| i as f32 / 255.0 * 4.0 - 0.17).collect();
+        let mut q = vec![0u8; 256];
+        let mut codes = [RowCode::default()];
+        quantise(&x, 256, 256, &mut q, &mut codes);
+        assert_eq!((q[0], q[255]), (0, 255));
+        let worst = x
+            .iter()
+            .zip(&q)
+            .map(|(&v, &c)| (v - codes[0].step * (i32::from(c) - codes[0].zero) as f32).abs())
+            .fold(0f32, f32::max);
+        assert!(worst <= codes[0].step / 2.0 + 1e-6, "{worst}");
+        assert!(codes[0].step < 4.17 / 254.0, "finer than a symmetric code");
     }
 
     #[test]

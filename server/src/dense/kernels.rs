@@ -307,9 +307,11 @@ mod generic {
         let mut high = [0f32; LANES];
         let mut chunks = xs.chunks_exact(LANES);
         for chunk in &mut chunks {
+            // Comparisons rather than `f32::min`, whose NaN rule keeps
+            // LLVM from a plain `vminps`.
             for ((l, h), &v) in low.iter_mut().zip(high.iter_mut()).zip(chunk) {
-                *l = l.min(v);
-                *h = h.max(v);
+                *l = if v < *l { v } else { *l };
+                *h = if v > *h { v } else { *h };
             }
         }
         let fold = |(l, h): (f32, f32), v: f32| (l.min(v), h.max(v));

@@ -205,21 +205,28 @@ impl QuantLinear {
 
     /// `out = x W + b` for one job's rows.
     fn product(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
+        SCRATCH.with_borrow_mut(|scratch| self.product_in(x, out, kernel, scratch));
+    }
+
+    fn product_in(&self, x: &[f32], out: &mut [f32], kernel: Kernel, scratch: &mut Scratch) {
         let rows = x.len() / self.k;
-        // Inputs past `k` meet zero weights: their code does not matter.
-        let mut qx = vec![0u8; rows * self.k4];
-        let mut codes = vec![RowCode::default(); rows];
         let width = self.panels * PANEL;
-        let mut acc = vec![0i32; rows * width];
+        // Left as the last job left them: `quantise` writes every input's
+        // code (inputs past `k` meet zero weights, so theirs do not
+        // matter), and the native kernels store every accumulator.
+        scratch.qx.resize(rows * self.k4, 0);
+        scratch.codes.resize(rows, RowCode::default());
+        scratch.acc.resize(rows * width, 0);
+        let Scratch { qx, codes, acc } = scratch;
         #[cfg(target_arch = "x86_64")]
         match kernel {
             Kernel::Vnni => {
                 // SAFETY: `kernel` chose Vnni only where it found AVX-512
                 // F, BW and VNNI; the buffers have the shapes these read.
                 unsafe {
-                    vnni::quantise(x, self.k, self.k4, &mut qx, &mut codes);
-                    vnni::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                    vnni::scale_back(self, &acc, &codes, out);
+                    vnni::quantise(x, self.k, self.k4, qx, codes);
+                    vnni::multiply(qx, rows, self.k4, &self.packed, self.panels, acc);
+                    vnni::scale_back(self, acc, codes, out);
                 }
                 return;
             }
@@ -227,9 +234,9 @@ impl QuantLinear {
                 // SAFETY: `kernel` chose Avx2 only where it found AVX2 and
                 // FMA; the buffers have the shapes these functions read.
                 unsafe {
-                    avx2::quantise(x, self.k, self.k4, &mut qx, &mut codes);
-                    avx2::multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-                    avx2::scale_back(self, &acc, &codes, out);
+                    avx2::quantise(x, self.k, self.k4, qx, codes);
+                    avx2::multiply(qx, rows, self.k4, &self.packed, self.panels, acc);
+                    avx2::scale_back(self, acc, codes, out);
                 }
                 return;
             }
@@ -237,10 +244,25 @@ impl QuantLinear {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = kernel;
-        quantise(x, self.k, self.k4, &mut qx, &mut codes);
-        portable_multiply(&qx, rows, self.k4, &self.packed, self.panels, &mut acc);
-        scale_back(self, &acc, &codes, out);
+        quantise(x, self.k, self.k4, qx, codes);
+        // The portable loop adds to its accumulators.
+        acc.fill(0);
+        portable_multiply(qx, rows, self.k4, &self.packed, self.panels, acc);
+        scale_back(self, acc, codes, out);
     }
+}
+
+/// A job's working buffers, kept per thread: allocating and zeroing them
+/// for every job of every layer took a tenth of the int8 encoder's time.
+#[derive(Default)]
+struct Scratch {
+    qx: Vec<u8>,
+    codes: Vec<RowCode>,
+    acc: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
 /// How a row of activations was coded: `x = step * (q - zero)`.

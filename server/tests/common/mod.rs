@@ -62,24 +62,30 @@ impl Workspace {
         std::fs::write(path, text).expect("write");
     }
 
-    /// Waits until every file of the workspace has aged past the "racily
-    /// clean" window (`quarry::walk::stat` gives it a non-zero stamp), so
-    /// the next refresh records settled rows and a refresh after it has
-    /// nothing to write, however fast the machine runs the test. Waits on
-    /// the condition, not for a fixed time; gives up after 10 s.
-    pub fn settle(&self) {
-        fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    /// Every file under the root, at any depth.
+    pub fn files(&self) -> Vec<PathBuf> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
             for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
                 let path = entry.path();
                 if path.is_dir() {
-                    files(&path, out);
+                    walk(&path, out);
                 } else {
                     out.push(path);
                 }
             }
         }
         let mut paths = Vec::new();
-        files(&self.root(), &mut paths);
+        walk(&self.root(), &mut paths);
+        paths
+    }
+
+    /// Waits until every file of the workspace has aged past the "racily
+    /// clean" window (`quarry::walk::stat` gives it a non-zero stamp), so
+    /// the next refresh records settled rows and a refresh after it has
+    /// nothing to write, however fast the machine runs the test. Waits on
+    /// the condition, not for a fixed time; gives up after 10 s.
+    pub fn settle(&self) {
+        let paths = self.files();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while paths
             .iter()

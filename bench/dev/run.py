@@ -62,6 +62,9 @@ distilled from the same model; cache target/dev-set/cache/<repo>-static).
 --quarry-args go to every `quarry search`; --quarry-index-args go to `quarry
 index` AND `quarry search` (both refresh the index) and give the cache dir a
 -<label> suffix so ablated indexes do not clobber the default ones.
+--embed-limit N stops the embedding `quarry index` after N chunks (in the
+order the language server embeds them) and gives the cache dir a
+-partial<N> suffix: search quality while vectors are still filling in.
 """
 
 from __future__ import annotations
@@ -306,6 +309,9 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     index_args = shlex.split(opts.quarry_index_args or "") + (["--dense", "static"] if static else [])
     if opts.quarry_index_args:
         name += f"-{opts.label or 'ablation'}"
+    limit = [] if static or opts.embed_limit is None else ["--embed-limit", str(opts.embed_limit)]
+    if limit:
+        name += f"-partial{opts.embed_limit}"
     cache = DEV / "cache" / name
     common = ["--cache-dir", str(cache), *index_args] + (["--lexical"] if lexical else [])
     search_extra = shlex.split(opts.quarry_args or "")
@@ -322,12 +328,12 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     if not lexical:
         if not static and chunks is not None and chunks > opts.hybrid_max_chunks:
             return {**info, "skipped": f"{chunks} chunks > --hybrid-max-chunks {opts.hybrid_max_chunks}"}
-        proc, embed_ms = quarry(opts.quarry_bin, ["index", str(root), *common, "--json"])
+        proc, embed_ms = quarry(opts.quarry_bin, ["index", str(root), *common, *limit, "--json"])
         if proc.returncode != 0:
             raise SystemExit(f"quarry index (embedding) {repo['name']} failed: {proc.stderr[-2000:]}")
         cov = json.loads(proc.stdout)["coverage"]
         info.update(embed_ms=embed_ms, coverage=cov)
-        if cov["embedded"] < cov["total"]:
+        if cov["embedded"] < cov["total"] and not limit:
             print(f"warning: {repo['name']}: only {cov['embedded']}/{cov['total']} chunks embedded", file=sys.stderr)
     results, times, modes = [], [], []
     for task in tasks:
@@ -392,6 +398,8 @@ def main() -> None:
     parser.add_argument("--label", default="", help="name of this run (output file, system column suffix)")
     parser.add_argument("--quarry-args", default="", help='extra args for every `quarry search`, e.g. "--rank file=0"')
     parser.add_argument("--quarry-index-args", default="", help="extra args for `quarry index` and `search`")
+    parser.add_argument("--embed-limit", type=int, default=None,
+                        help="quarry-hybrid: embed at most N chunks per repository (partial coverage)")
     parser.add_argument("--quarry-bin", type=Path, default=PROJECT / "target" / "release" / "quarry")
     parser.add_argument("--hybrid-max-chunks", type=int, default=6000)
     parser.add_argument("--jobs", type=int, default=2, help="repos run at once (at most 2)")

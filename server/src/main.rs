@@ -86,7 +86,12 @@ fn dense_engine(common: &CommonArgs, batch: bool) -> DenseEngine {
 }
 
 /// Embeds what is missing, with a progress bar on a terminal.
-fn embed(index: &Index, engine: &DenseEngine, show_progress: bool) -> Result<EmbedStats> {
+fn embed(
+    index: &Index,
+    engine: &DenseEngine,
+    limit: Option<usize>,
+    show_progress: bool,
+) -> Result<EmbedStats> {
     let bar = progress_bar(
         show_progress,
         "embedding {pos}/{len} chunks {wide_bar} {eta}",
@@ -98,7 +103,7 @@ fn embed(index: &Index, engine: &DenseEngine, show_progress: bool) -> Result<Emb
         }
     };
     let stats = index
-        .embed_pending(engine, &[], None, &on_progress)
+        .embed_pending(engine, &[], limit, &on_progress)
         .with_context(|| format!("embedding chunks of {}", index.root().display()))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
@@ -148,6 +153,11 @@ enum Command {
         /// Print the update counters as JSON.
         #[arg(long)]
         json: bool,
+        /// Embed at most this many chunks in this run, in the order the
+        /// language server embeds them; the rest stay pending for the
+        /// next run (a bounded step, or a benchmark of partial coverage).
+        #[arg(long, value_name = "N")]
+        embed_limit: Option<usize>,
     },
     /// Search the workspace; brings the index up to date first.
     Search {
@@ -252,6 +262,11 @@ enum Command {
         /// With --quality: tokens of chunk text embedded.
         #[arg(long, default_value_t = 128)]
         token_budget: usize,
+        /// With --quality: which vectors the dense branch uses,
+        /// `transformer` or `static` (the tier distilled from it).
+        #[arg(long, value_name = "TIER", default_value = "transformer",
+              value_parser = ["transformer", "static"])]
+        tier: String,
         /// With --quality: only configurations whose label contains this
         /// (the full stack always runs).
         #[arg(long)]
@@ -412,7 +427,12 @@ fn run(cli: Cli) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Index { root, common, json } => {
+        Command::Index {
+            root,
+            common,
+            json,
+            embed_limit,
+        } => {
             let index = open(root, &common)?;
             let stats = refresh(&index, true)?;
             let engine = dense_engine(&common, true);
@@ -421,7 +441,7 @@ fn run(cli: Cli) -> Result<()> {
             if let Err(e) = engine.prepare_static() {
                 eprintln!("quarry: no static tier: {e}");
             }
-            let embedded = embed(&index, &engine, true)?;
+            let embedded = embed(&index, &engine, embed_limit, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();
             let (n_embedded, n_total) = snapshot.coverage_of(engine.tier());
@@ -650,6 +670,7 @@ fn run(cli: Cli) -> Result<()> {
             queries,
             generate,
             token_budget,
+            tier,
             only,
             rank,
             lsp,
@@ -693,6 +714,7 @@ fn run(cli: Cli) -> Result<()> {
                     query_files,
                     model,
                     token_budget,
+                    tier: DenseTier::parse(&tier).unwrap_or_default(),
                     only,
                     rank: parse_knobs(&rank)?,
                 })

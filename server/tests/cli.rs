@@ -128,3 +128,33 @@ fn odd_queries_never_fail() {
         stdout(&output);
     }
 }
+
+#[test]
+fn embed_limit_leaves_the_rest_pending_for_the_next_run() {
+    let ws = Workspace::fixture();
+    let index = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["index", ".", "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&stdout(&quarry(&ws, &args))).expect("json")
+    };
+    let first = index(&["--embed-limit", "3"]);
+    if let Some(reason) = first["embedding"]["error"].as_str() {
+        assert!(
+            std::env::var("QUARRY_REQUIRE_MODEL").as_deref() != Ok("1"),
+            "QUARRY_REQUIRE_MODEL=1 but the model is unavailable: {reason}"
+        );
+        eprintln!("skipping: no embedding model ({reason})");
+        return;
+    }
+    let total = first["coverage"]["total"].as_u64().expect("total");
+    assert!(total > 3, "{first}");
+    assert_eq!(first["coverage"]["embedded"].as_u64(), Some(3), "{first}");
+    assert_eq!(first["embedding"]["remaining"].as_u64(), Some(total - 3));
+
+    let second = index(&[]);
+    assert_eq!(
+        second["coverage"]["embedded"].as_u64(),
+        Some(total),
+        "{second}"
+    );
+}

@@ -17,7 +17,7 @@
 //! Never: part of the test suite's pass/fail decisions; it prints numbers.
 
 use crate::chunk::{chunk_file, ChunkKind, Language};
-use crate::dense::{DenseConfig, DenseEngine};
+use crate::dense::{DenseConfig, DenseEngine, DenseTier};
 use crate::index::{Index, IndexConfig};
 use crate::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
 use crate::rank::FuseConfig;
@@ -723,6 +723,8 @@ pub struct QualityOptions {
     pub query_files: Vec<PathBuf>,
     pub model: Option<PathBuf>,
     pub token_budget: usize,
+    /// The dense branch's vectors: the transformer's or the static tier's.
+    pub tier: DenseTier,
     /// Only configurations whose label contains this.
     pub only: Option<String>,
     /// Ranking knobs (`SearchOptions::tune`) set in every configuration.
@@ -772,6 +774,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
     let engine = DenseEngine::load(DenseConfig {
         model_dir: options.model.clone(),
         token_budget: options.token_budget,
+        tier: options.tier,
         ..DenseConfig::default()
     });
     if let Some(reason) = engine.unavailable_reason() {
@@ -782,7 +785,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
         .embed_pending(&engine, &[], None, &|_| {})
         .map_err(to_io)?;
     let snapshot = index.snapshot();
-    let (embedded, chunks) = snapshot.coverage();
+    let (embedded, chunks) = snapshot.coverage_of(engine.tier());
 
     let known: BTreeSet<String> = snapshot
         .live_chunks()

@@ -7,8 +7,11 @@
 //! FMA and for AVX-512, the widest this CPU has chosen at run time. `exp` is a polynomial here rather than libm's,
 //! so those loops vectorise at all (libm's `expf` is a call per element and
 //! was an eighth of the encoder's time). The exception: LLVM leaves
-//! attention's score and context block loops scalar in the AVX2 build, so
-//! there `avx2` has them written with intrinsics.
+//! attention's score and context block loops scalar in the AVX2 build and
+//! (rustc 1.95) in the AVX-512 one, with its sums spilled to the stack, so
+//! `avx2` has them written with intrinsics, used on every CPU with AVX2
+//! and FMA (half the encoder's time went to the scalar loops on an
+//! AVX-512 Xeon).
 //!
 //! Never: allocate per element, or read outside the slices given.
 
@@ -370,10 +373,12 @@ mod generic {
         }
         let mut values = vec![0f32; len * dim_p];
         let mut scores = vec![0f32; len_p];
-        // LLVM leaves the block loops below scalar when built for AVX2
-        // (not for AVX-512): there, hand-written kernels take over.
+        // LLVM leaves the block loops below scalar when built for AVX2,
+        // and (with rustc 1.95) for AVX-512 too, spilling its sums to the
+        // stack: wherever AVX2 and FMA exist, hand-written kernels take
+        // over.
         #[cfg(target_arch = "x86_64")]
-        let avx2 = FMA && super::level() == 1;
+        let avx2 = FMA && super::level() >= 1;
         for h in 0..heads {
             for (value, row) in values.chunks_exact_mut(dim_p).zip(qkv.chunks_exact(stride)) {
                 value[..head_dim].copy_from_slice(&row[2 * hidden + h * head_dim..][..head_dim]);

@@ -309,7 +309,9 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     index_args = shlex.split(opts.quarry_index_args or "") + (["--dense", "static"] if static else [])
     if opts.quarry_index_args:
         name += f"-{opts.label or 'ablation'}"
-    limit = [] if static or opts.embed_limit is None else ["--embed-limit", str(opts.embed_limit)]
+    # Only the transformer's vectors are limited: the lexical and static
+    # systems keep their own (complete) caches.
+    limit = [] if lexical or static or opts.embed_limit is None else ["--embed-limit", str(opts.embed_limit)]
     if limit:
         name += f"-partial{opts.embed_limit}"
     cache = DEV / "cache" / name

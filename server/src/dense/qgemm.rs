@@ -321,9 +321,9 @@ fn quantise(x: &[f32], k: usize, k4: usize, qx: &mut [u8], codes: &mut [RowCode]
     }
 }
 
-/// `out = t * s_j * (acc - z * column_sum_j) + bias_j`, row by row.
+/// `out = t * s_j * (acc - z * column_sum_j) + bias_j`, row by row,
+/// writing every element of `out` (which may be uninitialised).
 #[inline(always)]
-/// Writes every element of `out`'s rows.
 fn scale_back(layer: &QuantLinear, acc: &[i32], codes: &[RowCode], out: &mut [MaybeUninit<f32>]) {
     let width = layer.panels * PANEL;
     for ((out, acc), code) in out

@@ -63,8 +63,12 @@ distilled from the same model; cache target/dev-set/cache/<repo>-static).
 index` AND `quarry search` (both refresh the index) and give the cache dir a
 -<label> suffix so ablated indexes do not clobber the default ones.
 --embed-limit N stops the embedding `quarry index` after N chunks (in the
-order the language server embeds them) and gives the cache dir a
+order the language server embeds them, from an emptied cache) and gives the cache dir a
 -partial<N> suffix: search quality while vectors are still filling in.
+--static-fill (with --embed-limit) first gives every chunk a static-tier
+vector (`quarry index --dense static` on the same cache, as the language
+server does), so the static tier stands in for the chunks the transformer
+has not reached (cache suffix -fill).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ import json
 import math
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -313,8 +318,13 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     # systems keep their own (complete) caches.
     limit = [] if lexical or static or opts.embed_limit is None else ["--embed-limit", str(opts.embed_limit)]
     if limit:
-        name += f"-partial{opts.embed_limit}"
+        name += f"-partial{opts.embed_limit}" + ("-fill" if opts.static_fill else "")
     cache = DEV / "cache" / name
+    if limit and cache.exists():
+        # `--embed-limit` counts the chunks one run embeds: start from an
+        # empty index so coverage is exactly N (vectors come back from the
+        # machine-wide vector cache, so this is quick).
+        shutil.rmtree(cache)
     common = ["--cache-dir", str(cache), *index_args] + (["--lexical"] if lexical else [])
     search_extra = shlex.split(opts.quarry_args or "")
 
@@ -330,6 +340,10 @@ def run_quarry(system: str, repo: dict[str, str], tasks: list[dict], root: Path,
     if not lexical:
         if not static and chunks is not None and chunks > opts.hybrid_max_chunks:
             return {**info, "skipped": f"{chunks} chunks > --hybrid-max-chunks {opts.hybrid_max_chunks}"}
+        if limit and opts.static_fill:
+            proc, _ = quarry(opts.quarry_bin, ["index", str(root), *common, "--dense", "static", "--json"])
+            if proc.returncode != 0:
+                raise SystemExit(f"quarry index --dense static {repo['name']} failed: {proc.stderr[-2000:]}")
         proc, embed_ms = quarry(opts.quarry_bin, ["index", str(root), *common, *limit, "--json"])
         if proc.returncode != 0:
             raise SystemExit(f"quarry index (embedding) {repo['name']} failed: {proc.stderr[-2000:]}")
@@ -400,6 +414,9 @@ def main() -> None:
     parser.add_argument("--label", default="", help="name of this run (output file, system column suffix)")
     parser.add_argument("--quarry-args", default="", help='extra args for every `quarry search`, e.g. "--rank file=0"')
     parser.add_argument("--quarry-index-args", default="", help="extra args for `quarry index` and `search`")
+    parser.add_argument("--static-fill", action="store_true",
+                        help="with --embed-limit: static-tier vectors for every chunk first, standing in "
+                             "for the chunks the transformer has not embedded")
     parser.add_argument("--embed-limit", type=int, default=None,
                         help="quarry-hybrid: embed at most N chunks per repository (partial coverage)")
     parser.add_argument("--quarry-bin", type=Path, default=PROJECT / "target" / "release" / "quarry")

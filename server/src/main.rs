@@ -111,6 +111,32 @@ fn embed(
     Ok(stats)
 }
 
+/// The static tier, when it should stand in for the transformer (asked
+/// for with `--rank fuse.fill=D`): the transformer's vectors cover only
+/// part of the index and the static tier's (left by the language server or
+/// `quarry index --dense static`) cover more.
+fn stand_in(index: &Index, engine: &DenseEngine) -> Result<Option<DenseEngine>> {
+    let (embedded, total) = index.snapshot().coverage_of(DenseTier::Transformer);
+    if engine.tier() != DenseTier::Transformer
+        || engine.unavailable_reason().is_some()
+        || embedded >= total
+        || !index.has_saved_vectors(DenseTier::Static)
+    {
+        return Ok(None);
+    }
+    let Some(fill) = engine.static_from() else {
+        return Ok(None);
+    };
+    if fill.unavailable_reason().is_some() {
+        return Ok(None);
+    }
+    index
+        .attach_dense(&fill)
+        .context("opening the static tier's vector index")?;
+    let (static_embedded, _) = index.snapshot().coverage_of(DenseTier::Static);
+    Ok((static_embedded > embedded).then_some(fill))
+}
+
 /// `--rank KEY=VALUE` arguments as (key, value) pairs.
 fn parse_knobs(rank: &[String]) -> Result<Vec<(String, String)>> {
     rank.iter()
@@ -530,19 +556,32 @@ fn run(cli: Cli) -> Result<()> {
                     .embed_pending(&engine, &[], Some(INLINE_EMBED_LIMIT as usize), &|_| {})
                     .context("embedding changed chunks")?;
             }
+            let fill = if options.fuse.fill_discount.is_finite() {
+                stand_in(&index, &engine)?
+            } else {
+                None
+            };
             let snapshot = index.snapshot();
+            let search = |query: &str, text: &mut DiskText| {
+                search::search_blended(
+                    &snapshot,
+                    query,
+                    &options,
+                    text,
+                    Some(&engine),
+                    fill.as_ref(),
+                )
+            };
             if let Some(batch) = batch {
                 for query in &batch {
                     let mut text = DiskText::new(index.root());
-                    let results =
-                        search::search_with(&snapshot, query, &options, &mut text, Some(&engine));
+                    let results = search(query, &mut text);
                     writeln!(out, "{}", serde_json::to_string(&results)?)?;
                 }
                 return Ok(());
             }
             let mut text = DiskText::new(index.root());
-            let results =
-                search::search_with(&snapshot, &query, &options, &mut text, Some(&engine));
+            let results = search(&query, &mut text);
             if !json {
                 if let Some(reason) = &results.reason {
                     eprintln!("quarry: lexical-only search: {reason}");

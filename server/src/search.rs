@@ -11,6 +11,7 @@
 //! Never: mutate the index, block on the writer, panic on any query text.
 
 use crate::chunk::ChunkKind;
+use crate::dense::vectors::VectorIndex;
 use crate::dense::{DenseEngine, DenseTier};
 use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
@@ -18,7 +19,9 @@ use crate::index::Snapshot;
 use crate::lexical::{score_term, Accumulator, Bm25Config, Query};
 use crate::rank::frames::{frames, names_file, Frame};
 use crate::rank::signals::{self, stem, ChunkFacts, QueryFacts, Signals};
-use crate::rank::{cap_per_file, fuse, promote, saturate_per_file, Branch, FuseConfig, Fused};
+use crate::rank::{
+    cap_per_file, fuse, merge_partial, promote, saturate_per_file, Branch, FuseConfig, Fused,
+};
 use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -26,6 +29,7 @@ use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// At most this many query terms take part in scoring.
 const MAX_QUERY_TERMS: usize = 64;
@@ -100,6 +104,8 @@ impl SearchOptions {
     /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`,
     /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`,
     /// `fuse.static` (dense weight factor for the static tier),
+    /// `fuse.fill` (the static tier's discount where it stands in for the
+    /// transformer, see `rank::merge_partial`; `inf` turns it off),
     /// `fuse.confidence`, `fuse.confidence_power`, `fuse.short_words`,
     /// `fuse.short_power` (see `FuseConfig::dense_factor`), `cap`,
     /// `saturation`, `exact` (0/1),
@@ -123,6 +129,8 @@ impl SearchOptions {
             "fuse.symbol" => self.fuse.weights[2] = number,
             "fuse.dense_alone" => self.fuse.dense_alone = number,
             "fuse.static" => self.fuse.static_dense = number,
+            "fuse.fill" => self.fuse.fill_discount = number.max(0.0),
+            "fuse.partial_power" => self.fuse.partial_power = number.max(0.0),
             "fuse.confidence" => self.fuse.lexical_confidence = number.clamp(0.0, 1.0),
             "fuse.confidence_power" => self.fuse.confidence_power = number.max(0.0),
             "fuse.short_words" => self.fuse.short_words = number.max(0.0) as usize,
@@ -376,6 +384,23 @@ pub fn search_with(
     text: &mut dyn TextSource,
     dense: Option<&DenseEngine>,
 ) -> SearchResults {
+    search_blended(snapshot, query_text, options, text, dense, None)
+}
+
+/// [`search_with`], where `fill` (the static tier) stands in for the
+/// transformer on the chunks it has not embedded yet: while vectors fill
+/// in, the dense list is the transformer's over the chunks it covers
+/// merged with the static tier's over the rest (`rank::merge_partial`),
+/// so every chunk is semantically searchable and the covered ones by the
+/// better vectors.
+pub fn search_blended(
+    snapshot: &Snapshot,
+    query_text: &str,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+    dense: Option<&DenseEngine>,
+    fill: Option<&DenseEngine>,
+) -> SearchResults {
     let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
     let (embedded, total) = snapshot.coverage_of(tier);
     let mut results = SearchResults {
@@ -395,17 +420,46 @@ pub fn search_with(
     // Dense branch first: its failure decides the mode.
     let mut dense_ids: Vec<u32> = Vec::new();
     if options.branches.dense {
-        match dense_branch(snapshot, query_text, depth, dense, &filter) {
-            Ok(ids) => {
-                if embedded < total {
-                    results.mode = "partial";
-                    results.reason = Some(format!(
+        match dense_branch(snapshot, query_text, depth, dense, &filter, None) {
+            Ok(ids) if embedded < total => {
+                results.mode = "partial";
+                let stand_in = fill
+                    .filter(|_| tier == DenseTier::Transformer)
+                    .filter(|_| options.fuse.fill_discount.is_finite())
+                    .map(|fill| {
+                        let covered = snapshot.vectors_of(DenseTier::Transformer);
+                        dense_branch(snapshot, query_text, depth, Some(fill), &filter, covered)
+                    });
+                dense_ids = ids;
+                let rest = total - embedded;
+                results.reason = Some(match stand_in {
+                    Some(Ok(fill_ids)) => {
+                        let coverage = embedded as f32 / total as f32;
+                        dense_ids = merge_partial(
+                            &dense_ids,
+                            &fill_ids,
+                            coverage,
+                            options.fuse.fill_discount,
+                            depth,
+                        );
+                        format!(
+                            "embedding in progress: {embedded} of {total} chunks have \
+                             transformer vectors; static-tier vectors stand in for the other {rest}"
+                        )
+                    }
+                    Some(Err(reason)) => format!(
+                        "embedding in progress: {embedded} of {total} chunks have vectors; \
+                         the other {rest} are found by the lexical and symbol branches only \
+                         (static tier: {reason})"
+                    ),
+                    None => format!(
                         "embedding in progress: {embedded} of {total} chunks have vectors; \
                          the rest are found by the lexical and symbol branches only"
-                    ));
-                } else {
-                    results.mode = "hybrid";
-                }
+                    ),
+                });
+            }
+            Ok(ids) => {
+                results.mode = "hybrid";
                 dense_ids = ids;
             }
             Err(reason) => results.reason = Some(reason),
@@ -443,6 +497,10 @@ pub fn search_with(
     let mut fuse_config = options.fuse.clone();
     if tier == DenseTier::Static {
         fuse_config.weights[1] *= fuse_config.static_dense;
+    }
+    if results.mode == "partial" && total > 0 {
+        let coverage = embedded as f32 / total as f32;
+        fuse_config.weights[1] *= coverage.powf(fuse_config.partial_power);
     }
     if looks_like_code(query_text) {
         let w = options.signals.symbol_query_weight;
@@ -719,6 +777,7 @@ fn dense_branch(
     depth: usize,
     dense: Option<&DenseEngine>,
     filter: &ChunkFilter<'_>,
+    exclude: Option<&Arc<VectorIndex>>,
 ) -> Result<Vec<u32>, String> {
     let engine = dense.ok_or_else(|| "dense search is disabled".to_string())?;
     if let Some(reason) = engine.unavailable_reason() {
@@ -732,17 +791,21 @@ fn dense_branch(
         return Err("no chunk is embedded yet: run `quarry index`".into());
     }
     let query_vector = engine.embed_query(query_text)?;
-    let keep = |id: u32| filter.accepts(id);
+    let excluded = |id: u32| exclude.is_some_and(|v| v.contains(id));
+    let keep = |id: u32| filter.accepts(id) && !excluded(id);
     let mut found = vectors
         .search(&query_vector, depth, &keep)
         .map_err(|e| format!("dense search failed: {e}"))?;
-    if found.len() < depth && !filter.is_empty() {
+    if found.len() < depth && (!filter.is_empty() || exclude.is_some()) {
         // The graph search can stop short under a selective filter: score
         // the chunks the filter leaves, if there are not too many.
         let mut allowed = Vec::new();
         'segments: for segment in &snapshot.segments {
             for chunk in &segment.chunks {
-                if snapshot.is_live(chunk.chunk_id) && filter.accepts_in(segment, chunk) {
+                if snapshot.is_live(chunk.chunk_id)
+                    && filter.accepts_in(segment, chunk)
+                    && !excluded(chunk.chunk_id)
+                {
                     allowed.push(chunk.chunk_id);
                     if allowed.len() > EXACT_DENSE_MAX {
                         break 'segments;

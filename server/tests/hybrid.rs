@@ -11,7 +11,7 @@ mod common;
 use common::Workspace;
 use quarry::dense::{DenseConfig, DenseEngine};
 use quarry::index::{EmbedStats, Index};
-use quarry::search::{search_with, DiskText, SearchOptions, SearchResults};
+use quarry::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};
 use std::path::Path;
 
 /// The real model, or `None` (with a note) when it is not installed and
@@ -200,6 +200,138 @@ fn partial_coverage_is_reported() {
     assert!(results.reason.unwrap().contains("10 of"));
     assert_eq!(results.coverage.embedded, 10);
     assert!(results.coverage.total > 10);
+}
+
+/// While the transformer covers a share `c` of the chunks, its list
+/// weighs `c` of a full one: a hit only the dense branch found scores `c`
+/// times what it scores with the list at full weight.
+#[test]
+fn a_partial_dense_list_counts_in_proportion_to_its_coverage() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let total = index.snapshot().coverage().1;
+    index
+        .embed_pending(&engine, &[], Some(total as usize / 2), &|_| {})
+        .expect("embed");
+    let snapshot = index.snapshot();
+    let (embedded, total) = snapshot.coverage();
+    let coverage = embedded as f32 / total as f32;
+    let dense_only = |power: f32| {
+        // Plain fusion: no signal that weighs a hit by its neighbours.
+        let mut options = SearchOptions {
+            limit: 30,
+            signals: quarry::rank::signals::Signals::off(),
+            ..SearchOptions::default()
+        };
+        options.fuse.partial_power = power;
+        let mut text = DiskText::new(index.root());
+        let results = search_with(
+            &snapshot,
+            "probabilistic set membership",
+            &options,
+            &mut text,
+            Some(&engine),
+        );
+        assert_eq!(results.mode, "partial", "{:?}", results.reason);
+        results
+            .hits
+            .into_iter()
+            .filter(|h| h.sources == ["dense"])
+            .map(|h| ((h.path, h.start_line), h.score))
+            .collect::<std::collections::HashMap<_, _>>()
+    };
+    let (full, scaled) = (dense_only(0.0), dense_only(1.0));
+    let both: Vec<_> = full.keys().filter(|k| scaled.contains_key(*k)).collect();
+    assert!(
+        !both.is_empty(),
+        "no hit only the dense branch found: {full:?}"
+    );
+    for key in both {
+        let ratio = scaled[key] / full[key];
+        assert!(
+            (ratio - coverage).abs() < 1e-3,
+            "{key:?}: {ratio} against coverage {coverage}"
+        );
+    }
+}
+
+/// With a stand-in asked for, the static tier's vectors reach the chunks
+/// the transformer has not embedded yet; without one they are found by
+/// the lexical and symbol branches only.
+#[test]
+fn the_static_tier_stands_in_where_the_transformer_has_no_vector() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let Some(engine) = engine(scratch.path()) else {
+        return;
+    };
+    let fast = engine.static_from().expect("a static tier");
+    let ws = Workspace::fixture();
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    embed_all(&index, &fast);
+    // The transformer embeds one file's chunks only.
+    let stats = index
+        .embed_pending(
+            &engine,
+            &["dotnet/TokenBucket.cs".to_string()],
+            Some(3),
+            &|_| {},
+        )
+        .expect("embed");
+    assert_eq!(stats.embedded, 3);
+    let snapshot = index.snapshot();
+    let search = |fill_discount: f32| {
+        let mut options = SearchOptions {
+            limit: 10,
+            ..SearchOptions::default()
+        };
+        options.fuse.fill_discount = fill_discount;
+        let mut text = DiskText::new(index.root());
+        search_blended(
+            &snapshot,
+            "probabilistic set membership",
+            &options,
+            &mut text,
+            Some(&engine),
+            Some(&fast),
+        )
+    };
+    let bloom_sources = |results: &SearchResults| {
+        results
+            .hits
+            .iter()
+            .find(|h| h.path == "native/bloom_filter.cpp")
+            .map(|h| h.sources.clone())
+            .unwrap_or_default()
+    };
+    let with = search(2.0);
+    assert_eq!(with.mode, "partial");
+    assert!(
+        with.reason.as_deref().unwrap_or("").contains("stand in"),
+        "{:?}",
+        with.reason
+    );
+    assert!(bloom_sources(&with).contains(&"dense"), "{:?}", with.hits);
+    let without = search(f32::INFINITY);
+    assert!(
+        without
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("lexical and symbol branches only"),
+        "{:?}",
+        without.reason
+    );
+    assert!(
+        !bloom_sources(&without).contains(&"dense"),
+        "{:?}",
+        without.hits
+    );
 }
 
 #[test]

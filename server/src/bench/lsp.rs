@@ -37,8 +37,8 @@ pub struct LspReport {
     pub chunks: u64,
     pub mode: String,
     pub initial_index_s: f64,
-    /// With a model: initialize -> the first `quarry/search` answered in
-    /// hybrid mode (every chunk has a vector of the tier searched).
+    /// With a model: initialize -> the first `quarry/search` whose dense
+    /// branch ran (mode `hybrid`, or `partial` on the vectors so far).
     pub semantic_after_s: Option<f64>,
     /// With a model: initialize -> every chunk has a transformer vector
     /// (when the bench waits for it).
@@ -382,7 +382,7 @@ impl std::fmt::Display for LspReport {
                 .map_or("not waited for".to_string(), |t| format!("{t:.1} s"));
             writeln!(
                 f,
-                "semantic search   hybrid answers {semantic:.1} s after initialize; transformer vectors complete: {complete}"
+                "semantic search   dense branch answers {semantic:.1} s after initialize; transformer vectors complete: {complete}"
             )?;
         }
         writeln!(
@@ -532,7 +532,7 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         client.poll(
             "quarry/search",
             json!({"query": "where are errors handled", "limit": 5}),
-            |r| r["mode"] == "hybrid",
+            |r| r["mode"] == "hybrid" || r["mode"] == "partial",
         );
         semantic_after_s = Some(start.elapsed().as_secs_f64());
         // The lane starts once the model is loaded.

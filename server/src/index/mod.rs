@@ -357,6 +357,16 @@ impl Index {
         &self.cache_dir
     }
 
+    /// Whether some process saved `tier`'s vector index in this index's
+    /// cache (it may still be for another model: `attach_dense` checks).
+    pub fn has_saved_vectors(&self, tier: DenseTier) -> bool {
+        let meta = match tier {
+            DenseTier::Transformer => crate::dense::vectors::VECTORS_META_FILE,
+            DenseTier::Static => crate::dense::vectors::STATIC_VECTORS_META_FILE,
+        };
+        self.cache_dir.join(meta).is_file()
+    }
+
     /// True when this process holds the writer lock.
     pub fn is_writer(&self) -> bool {
         self.lock.is_some()

@@ -40,7 +40,9 @@ pub struct DenseConfig {
     pub token_budget: usize,
     /// Texts per forward pass.
     pub batch_size: usize,
-    /// Threads for inference; `None` leaves one core for the server.
+    /// Threads for inference; `None` leaves one core free (the CLI's
+    /// interactive commands; the language server passes every core, its
+    /// compute threads being niced).
     pub threads: Option<usize>,
     /// The machine-wide vector cache; `None` is the default location.
     pub cache_dir: Option<PathBuf>,

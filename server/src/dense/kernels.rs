@@ -23,23 +23,42 @@ pub(crate) use generic::span_with_zero;
 const GELU_JOB: usize = 16 * 1024;
 
 /// The widest instruction set of the kernels' builds this CPU runs
-/// (checked once): 0 baseline, 1 AVX2 + FMA, 2 AVX-512 as well.
+/// (checked once): 0 baseline, 1 AVX2 + FMA, 2 AVX-512 as well; never
+/// above [`cap`].
 fn level() -> u8 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
         use std::sync::OnceLock;
         static LEVEL: OnceLock<u8> = OnceLock::new();
-        *LEVEL.get_or_init(|| match (has!("avx2") && has!("fma"), has!("avx512f")) {
-            (true, true) => 2,
-            (true, false) => 1,
-            _ => 0,
+        *LEVEL.get_or_init(|| {
+            let found = match (has!("avx2") && has!("fma"), has!("avx512f")) {
+                (true, true) => 2,
+                (true, false) => 1,
+                _ => 0,
+            };
+            found.min(cap())
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         0
     }
+}
+
+/// The widest instruction set the encoder may use, from `QUARRY_CPU`
+/// (`avx2`: AVX2 and FMA at most, `baseline`: plain x86-64; anything else
+/// or unset: no cap), read once. For measuring on an AVX-512 machine what
+/// an AVX2-only one runs (same instructions, though not the same clock or
+/// caches).
+pub(crate) fn cap() -> u8 {
+    use std::sync::OnceLock;
+    static CAP: OnceLock<u8> = OnceLock::new();
+    *CAP.get_or_init(|| match std::env::var("QUARRY_CPU").as_deref() {
+        Ok("avx2") => 1,
+        Ok("baseline") => 0,
+        _ => u8::MAX,
+    })
 }
 
 /// Defines `$name` to run `generic::$name` built for the widest

@@ -93,11 +93,12 @@ impl QuantLinear {
             use std::sync::OnceLock;
             static KERNELS: OnceLock<Vec<Kernel>> = OnceLock::new();
             KERNELS.get_or_init(|| {
+                let cap = super::kernels::cap();
                 let mut kernels = Vec::new();
-                if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+                if cap >= 2 && has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
                     kernels.push(Kernel::Vnni);
                 }
-                if has!("avx2") && has!("fma") {
+                if cap >= 1 && has!("avx2") && has!("fma") {
                     kernels.push(Kernel::Avx2);
                 }
                 kernels

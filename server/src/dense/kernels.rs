@@ -270,6 +270,83 @@ mod avx512 {
         }
     }
 
+    /// `avx2::context` for two queries over the same values, 16 lanes:
+    /// each value row is loaded once for both. Every output element sums
+    /// exactly as `avx2::context` sums it (its even rows in order, its odd
+    /// rows in order, the last row of an odd count with the even ones,
+    /// then even + odd), so the results are bit-identical; with two
+    /// queries the loop has eight independent sums in flight, where one
+    /// query at 16 lanes would wait on four.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F; `dim_p` is a multiple of 16, `probs_a`
+    /// and `probs_b` have the same length, `values` holds that many rows
+    /// of `dim_p` floats, and both contexts are at most `dim_p` long.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn context2(
+        probs_a: &[f32],
+        probs_b: &[f32],
+        values: &[f32],
+        dim_p: usize,
+        context_a: &mut [f32],
+        context_b: &mut [f32],
+    ) {
+        debug_assert_eq!(dim_p % W, 0);
+        debug_assert_eq!(probs_a.len(), probs_b.len());
+        debug_assert!(values.len() >= probs_a.len() * dim_p);
+        debug_assert!(context_a.len() <= dim_p && context_b.len() <= dim_p);
+        let n = probs_a.len();
+        let values = values.as_ptr();
+        let mut d = 0;
+        while d < context_a.len().max(context_b.len()) {
+            // Up to two registers of columns per query and row phase.
+            let regs = ((dim_p - d) / W).min(2);
+            let zero = _mm512_setzero_ps();
+            let (mut even_a, mut odd_a) = ([zero; 2], [zero; 2]);
+            let (mut even_b, mut odd_b) = ([zero; 2], [zero; 2]);
+            let mut j = 0;
+            while j + 2 <= n {
+                let (a0, a1) = (_mm512_set1_ps(probs_a[j]), _mm512_set1_ps(probs_a[j + 1]));
+                let (b0, b1) = (_mm512_set1_ps(probs_b[j]), _mm512_set1_ps(probs_b[j + 1]));
+                let (r0, r1) = (values.add(j * dim_p + d), values.add((j + 1) * dim_p + d));
+                for b in 0..regs {
+                    let (v0, v1) = (
+                        _mm512_loadu_ps(r0.add(b * W)),
+                        _mm512_loadu_ps(r1.add(b * W)),
+                    );
+                    even_a[b] = _mm512_fmadd_ps(a0, v0, even_a[b]);
+                    odd_a[b] = _mm512_fmadd_ps(a1, v1, odd_a[b]);
+                    even_b[b] = _mm512_fmadd_ps(b0, v0, even_b[b]);
+                    odd_b[b] = _mm512_fmadd_ps(b1, v1, odd_b[b]);
+                }
+                j += 2;
+            }
+            if j < n {
+                let (a, b_) = (_mm512_set1_ps(probs_a[j]), _mm512_set1_ps(probs_b[j]));
+                let r = values.add(j * dim_p + d);
+                for b in 0..regs {
+                    let v = _mm512_loadu_ps(r.add(b * W));
+                    even_a[b] = _mm512_fmadd_ps(a, v, even_a[b]);
+                    even_b[b] = _mm512_fmadd_ps(b_, v, even_b[b]);
+                }
+            }
+            for (context, even, odd) in [
+                (&mut *context_a, &even_a, &odd_a),
+                (&mut *context_b, &even_b, &odd_b),
+            ] {
+                let mut sums = [0f32; 2 * W];
+                for b in 0..regs {
+                    _mm512_storeu_ps(sums.as_mut_ptr().add(b * W), _mm512_add_ps(even[b], odd[b]));
+                }
+                if d < context.len() {
+                    let take = (regs * W).min(context.len() - d);
+                    context[d..d + take].copy_from_slice(&sums[..take]);
+                }
+            }
+            d += regs * W;
+        }
+    }
+
     /// As `avx2::scores`.
     ///
     /// # Safety
@@ -461,6 +538,8 @@ mod generic {
         }
         let mut values = vec![0f32; len * dim_p];
         let mut scores = vec![0f32; len_p];
+        #[cfg(target_arch = "x86_64")]
+        let mut scores_b = vec![0f32; len_p];
         // LLVM leaves the block loops below scalar when built for AVX2,
         // and (with rustc 1.95) for AVX-512 too, spilling its sums to the
         // stack: wherever AVX2 and FMA exist, hand-written kernels take
@@ -472,7 +551,37 @@ mod generic {
                 value[..head_dim].copy_from_slice(&row[2 * hidden + h * head_dim..][..head_dim]);
             }
             let keys = &keys_t[h * head_dim * len_p..][..head_dim * len_p];
-            for (i, row) in qkv.chunks_exact(stride).enumerate() {
+            // Queries in pairs where AVX-512 runs the two-query context
+            // loop (bit-identical to the one-query loop).
+            #[cfg(target_arch = "x86_64")]
+            let paired = if native == 2 { len / 2 * 2 } else { 0 };
+            #[cfg(not(target_arch = "x86_64"))]
+            let paired = 0;
+            #[cfg(target_arch = "x86_64")]
+            for i in (0..paired).step_by(2) {
+                let query = |i: usize| &qkv[i * stride + h * head_dim..][..head_dim];
+                let (first, second) = out[i * hidden..].split_at_mut(hidden);
+                let context_a = &mut first[h * head_dim..][..head_dim];
+                let context_b = &mut second[h * head_dim..][..head_dim];
+                // SAFETY: `native` is 2, so the CPU has AVX-512 F (and
+                // AVX2 and FMA); the slices have the shapes built above
+                // (`len_p` and `dim_p` are multiples of 16).
+                unsafe {
+                    super::avx512::scores(query(i), keys, len_p, scale, &mut scores);
+                    super::avx512::scores(query(i + 1), keys, len_p, scale, &mut scores_b);
+                    softmax_in_place::<FMA>(&mut scores[..len]);
+                    softmax_in_place::<FMA>(&mut scores_b[..len]);
+                    super::avx512::context2(
+                        &scores[..len],
+                        &scores_b[..len],
+                        &values,
+                        dim_p,
+                        context_a,
+                        context_b,
+                    );
+                }
+            }
+            for (i, row) in qkv.chunks_exact(stride).enumerate().skip(paired) {
                 let query = &row[h * head_dim..][..head_dim];
                 let context = &mut out[i * hidden + h * head_dim..][..head_dim];
                 #[cfg(target_arch = "x86_64")]
@@ -676,6 +785,49 @@ mod tests {
             start += len;
         }
         out
+    }
+
+    /// The two-query context loop gives each query exactly what the
+    /// one-query loop gives it, bit for bit.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_two_query_context_is_bit_identical_to_one_query() {
+        if super::level() < 2 {
+            eprintln!("skipping: no AVX-512 here");
+            return;
+        }
+        for (n, head_dim) in [
+            (1usize, 32usize),
+            (2, 32),
+            (7, 32),
+            (128, 32),
+            (33, 40),
+            (5, 64),
+            (9, 3),
+        ] {
+            let dim_p = head_dim.div_ceil(16) * 16;
+            let values: Vec<f32> = (0..n * dim_p)
+                .map(|i| ((i * 7919 % 1013) as f32 / 211.0) - 2.4)
+                .collect();
+            let probs = |seed: usize| -> Vec<f32> {
+                (0..n)
+                    .map(|j| ((j * 104729 + seed) % 997) as f32 / 997.0)
+                    .collect()
+            };
+            let (pa, pb) = (probs(1), probs(500));
+            let (mut one_a, mut one_b) = (vec![0f32; head_dim], vec![0f32; head_dim]);
+            let (mut two_a, mut two_b) = (vec![1f32; head_dim], vec![1f32; head_dim]);
+            // SAFETY: `level` found AVX-512 F, AVX2 and FMA; the shapes
+            // are as the kernels require.
+            unsafe {
+                super::avx2::context(&pa, &values, dim_p, &mut one_a);
+                super::avx2::context(&pb, &values, dim_p, &mut one_b);
+                super::avx512::context2(&pa, &pb, &values, dim_p, &mut two_a, &mut two_b);
+            }
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&one_a), bits(&two_a), "n {n}, head_dim {head_dim}");
+            assert_eq!(bits(&one_b), bits(&two_b), "n {n}, head_dim {head_dim}");
+        }
     }
 
     #[test]

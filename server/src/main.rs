@@ -462,11 +462,6 @@ fn run(cli: Cli) -> Result<()> {
             let index = open(root, &common)?;
             let stats = refresh(&index, true)?;
             let engine = dense_engine(&common, true);
-            // The static tier an editor starts with: distilled here, once
-            // per model, rather than in the editor's first session.
-            if let Err(e) = engine.prepare_static() {
-                eprintln!("quarry: no static tier: {e}");
-            }
             let embedded = embed(&index, &engine, embed_limit, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();

@@ -195,22 +195,6 @@ impl DenseEngine {
         }
     }
 
-    /// Makes sure the static tier of this transformer engine's model is
-    /// on disk, distilling it if not (once per model: `quarry index` does
-    /// it at set-up, so an editor's first session does not wait for it).
-    pub fn prepare_static(&self) -> Result<(), String> {
-        let (Ok(Model::Transformer(transformer)), Some(dir)) = (&self.embedder, &self.model_dir)
-        else {
-            return Ok(());
-        };
-        if static_tier::file_for(dir, transformer.model_id()).is_file() {
-            return Ok(());
-        }
-        load_static(&self.config.vector_cache_dir(), dir, transformer)
-            .map(drop)
-            .map_err(|e| e.to_string())
-    }
-
     /// The static tier of this transformer engine's model (distilled on
     /// first use, about half a minute on two cores, then read from its
     /// file), sharing its vector cache. `None` for an engine without a

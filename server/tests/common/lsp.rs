@@ -45,8 +45,8 @@ pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) 
 }
 
 /// Distils the static tier of `model` once (beside the model, where every
-/// server finds it), as `quarry index` does at set-up: a server started
-/// by a test never spends its first half minute distilling.
+/// server finds it): a server a test starts with `staticTier` on never
+/// spends its first half minute distilling.
 fn ensure_static_tier(model: &Path) {
     static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
@@ -54,8 +54,13 @@ fn ensure_static_tier(model: &Path) {
             model_dir: Some(model.to_path_buf()),
             ..quarry::dense::DenseConfig::default()
         });
-        if let Err(e) = engine.prepare_static() {
-            eprintln!("no static tier: {e}");
+        match engine.static_from() {
+            Some(fast) => {
+                if let Some(e) = fast.unavailable_reason() {
+                    eprintln!("no static tier: {e}");
+                }
+            }
+            None => eprintln!("no static tier: the model did not load"),
         }
     });
 }

@@ -51,9 +51,15 @@ fn embed_all(index: &Index, engine: &DenseEngine) -> EmbedStats {
         .expect("embed")
 }
 
-fn indexed(ws: &Workspace, engine: &DenseEngine) -> Index {
+/// `ws`'s index, refreshed, nothing embedded.
+fn refreshed(ws: &Workspace) -> Index {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
+    index
+}
+
+fn indexed(ws: &Workspace, engine: &DenseEngine) -> Index {
+    let index = refreshed(ws);
     let stats = embed_all(&index, engine);
     assert_eq!(stats.error, None);
     assert_eq!(stats.remaining, 0);
@@ -117,8 +123,7 @@ fn unchanged_functions_are_never_embedded_twice() {
         return;
     };
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     let cold = embed_all(&index, &engine);
     assert!(cold.computed > 50, "{cold:?}");
 
@@ -189,8 +194,7 @@ fn partial_coverage_is_reported() {
         return;
     };
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     let stats = index
         .embed_pending(&engine, &[], Some(10), &|_| {})
         .expect("embed");
@@ -212,8 +216,7 @@ fn a_partial_dense_list_counts_in_proportion_to_its_coverage() {
         return;
     };
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     let total = index.snapshot().coverage().1;
     index
         .embed_pending(&engine, &[], Some(total as usize / 2), &|_| {})
@@ -271,8 +274,7 @@ fn the_static_tier_stands_in_where_the_transformer_has_no_vector() {
     };
     let fast = engine.static_from().expect("a static tier");
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     embed_all(&index, &fast);
     // The transformer embeds one file's chunks only.
     let stats = index
@@ -344,8 +346,7 @@ fn without_a_model_search_is_lexical_and_says_why() {
     });
     assert!(engine.unavailable_reason().is_some());
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     let stats = index
         .embed_pending(&engine, &[], None, &|_| {})
         .expect("embed without model");
@@ -367,8 +368,7 @@ fn lexical_search_answers_while_embedding_runs() {
         return;
     };
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     std::thread::scope(|scope| {
         let embedding = scope.spawn(|| embed_all(&index, &engine));
         // Searches run on the snapshot while the embedder works.
@@ -435,8 +435,7 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     assert_eq!(fast.tier(), quarry::dense::DenseTier::Static);
     assert_ne!(fast.model_id(), engine.model_id());
     let ws = Workspace::fixture();
-    let index = ws.open();
-    index.refresh(&|_| {}).expect("index");
+    let index = refreshed(&ws);
     let started = std::time::Instant::now();
     let stats = embed_all(&index, &fast);
     let elapsed = started.elapsed();

@@ -14,6 +14,7 @@ pub mod index;
 pub mod lexical;
 pub mod lsp;
 pub mod mcp;
+pub mod memory;
 pub mod priority;
 pub mod rank;
 pub mod search;

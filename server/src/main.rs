@@ -462,6 +462,9 @@ fn run(cli: Cli) -> Result<()> {
             let index = open(root, &common)?;
             let stats = refresh(&index, true)?;
             let engine = dense_engine(&common, true);
+            // A batch job that ends soon: freed layer outputs are reused
+            // rather than returned to the OS and faulted in again.
+            quarry::memory::hold_freed_memory();
             let embedded = embed(&index, &engine, embed_limit, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();

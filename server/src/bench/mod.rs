@@ -633,6 +633,9 @@ pub fn run_dense(
         Ok((index, start))
     };
 
+    // As `quarry index` and the server's embedding lane do while they
+    // embed.
+    crate::memory::hold_freed_memory();
     // Cold index with the static tier: lexical, then every chunk's static
     // vector: from here on every chunk is semantically searchable.
     let (index, start) = cold_index()?;
@@ -674,6 +677,7 @@ pub fn run_dense(
         at_20s.load(Ordering::Relaxed)
     };
     let cold_embed_chunks_per_s = embedded.computed as f64 / embed_start.elapsed().as_secs_f64();
+    crate::memory::release_freed_memory();
     let snapshot = index.snapshot();
 
     // Throughput on real chunk texts, bypassing the cache.

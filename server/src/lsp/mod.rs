@@ -749,8 +749,10 @@ async fn embed_loop(state: Arc<State>) {
             continue;
         }
         // Every chunk gets a static vector first (seconds), then the
-        // transformer's (minutes on a cold workspace).
+        // transformer's (minutes on a cold workspace). Freed layer outputs
+        // are reused meanwhile, and returned to the OS once it is done.
         let fast = state.static_engine();
+        crate::memory::hold_freed_memory();
         for folder in state.folders() {
             if let Some(index) = folder.index() {
                 if let Some(fast) = &fast {
@@ -759,6 +761,7 @@ async fn embed_loop(state: Arc<State>) {
                 embed_folder(&state, &folder, &index, &engine).await;
             }
         }
+        crate::memory::release_freed_memory();
     }
 }
 

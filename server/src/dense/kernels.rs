@@ -349,6 +349,82 @@ mod avx512 {
         }
     }
 
+    /// Transposes 16 rows of 16 floats in registers: row `i` of the
+    /// result holds element `i` of every input row, in row order.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn transpose16(rows: &[__m512; 16]) -> [__m512; 16] {
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            // Per 128-bit lane: a0 b0 a1 b1, and a2 b2 a3 b3.
+            t[2 * i] = _mm512_unpacklo_ps(rows[2 * i], rows[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(rows[2 * i], rows[2 * i + 1]);
+        }
+        let mut u = [_mm512_setzero_ps(); 16];
+        for i in 0..4 {
+            let pd = |v: __m512| _mm512_castps_pd(v);
+            let (a, b, c, d) = (t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]);
+            // Lane L of u[4i + k]: column 4L + k of rows 4i..4i+4.
+            u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(a), pd(c)));
+            u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(a), pd(c)));
+            u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(b), pd(d)));
+            u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(b), pd(d)));
+        }
+        let mut out = [_mm512_setzero_ps(); 16];
+        for k in 0..4 {
+            // The four row groups' lanes, gathered lane by lane.
+            let (g0, g1, g2, g3) = (u[k], u[4 + k], u[8 + k], u[12 + k]);
+            let x0 = _mm512_shuffle_f32x4::<0x44>(g0, g1);
+            let x1 = _mm512_shuffle_f32x4::<0xEE>(g0, g1);
+            let x2 = _mm512_shuffle_f32x4::<0x44>(g2, g3);
+            let x3 = _mm512_shuffle_f32x4::<0xEE>(g2, g3);
+            out[k] = _mm512_shuffle_f32x4::<0x88>(x0, x2);
+            out[4 + k] = _mm512_shuffle_f32x4::<0xDD>(x0, x2);
+            out[8 + k] = _mm512_shuffle_f32x4::<0x88>(x1, x3);
+            out[12 + k] = _mm512_shuffle_f32x4::<0xDD>(x1, x3);
+        }
+        out
+    }
+
+    /// The keys of one text transposed: `keys_t[c * len_p + j]` is column
+    /// `c` of key `j` (`qkv[j * stride + hidden + c]`), in blocks of 16
+    /// keys by 16 columns through registers instead of a gather per eight
+    /// values. Columns of keys past `len` are left as they are (zero).
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512 F; `hidden` and `len_p` are multiples of
+    /// 16, `len <= len_p`, `qkv` holds `len` rows of `stride >= 2 *
+    /// hidden` floats and `keys_t` `hidden * len_p`.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn transpose_keys(
+        qkv: &[f32],
+        len: usize,
+        hidden: usize,
+        stride: usize,
+        len_p: usize,
+        keys_t: &mut [f32],
+    ) {
+        debug_assert!(hidden.is_multiple_of(W) && len_p.is_multiple_of(W) && len <= len_p);
+        debug_assert!(qkv.len() >= len * stride && stride >= 2 * hidden);
+        debug_assert!(keys_t.len() >= hidden * len_p);
+        let (src, dst) = (qkv.as_ptr(), keys_t.as_mut_ptr());
+        let mut j = 0;
+        while j < len {
+            let mut c = 0;
+            while c < hidden {
+                let mut rows = [_mm512_setzero_ps(); 16];
+                for (i, row) in rows.iter_mut().enumerate().take(len - j) {
+                    *row = _mm512_loadu_ps(src.add((j + i) * stride + hidden + c));
+                }
+                for (i, column) in transpose16(&rows).iter().enumerate() {
+                    _mm512_storeu_ps(dst.add((c + i) * len_p + j), *column);
+                }
+                c += W;
+            }
+            j += W;
+        }
+    }
+
     /// As `avx2::scores`.
     ///
     /// # Safety
@@ -533,21 +609,35 @@ mod generic {
         let len_p = len.div_ceil(LANES) * LANES;
         let dim_p = head_dim.div_ceil(LANES) * LANES;
         let mut keys_t = vec![0f32; hidden * len_p];
-        for (c, column) in keys_t.chunks_exact_mut(len_p).enumerate() {
-            for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
-                *k = row[hidden + c];
-            }
-        }
-        let mut values = vec![0f32; len * dim_p];
-        let mut scores = vec![0f32; len_p];
-        #[cfg(target_arch = "x86_64")]
-        let mut scores_b = vec![0f32; len_p];
         // LLVM leaves the block loops below scalar when built for AVX2,
         // and (with rustc 1.95) for AVX-512 too, spilling its sums to the
         // stack: wherever AVX2 and FMA exist, hand-written kernels take
         // over.
         #[cfg(target_arch = "x86_64")]
         let native = if FMA { super::level() } else { 0 };
+        #[cfg(target_arch = "x86_64")]
+        let blocked = native == 2 && hidden.is_multiple_of(LANES);
+        #[cfg(not(target_arch = "x86_64"))]
+        let blocked = false;
+        if blocked {
+            // SAFETY: `native` is 2, so the CPU has AVX-512 F; `hidden`
+            // and `len_p` are multiples of 16 and the slices have the
+            // shapes built above.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                super::avx512::transpose_keys(qkv, len, hidden, stride, len_p, &mut keys_t)
+            };
+        } else {
+            for (c, column) in keys_t.chunks_exact_mut(len_p).enumerate() {
+                for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
+                    *k = row[hidden + c];
+                }
+            }
+        }
+        let mut values = vec![0f32; len * dim_p];
+        let mut scores = vec![0f32; len_p];
+        #[cfg(target_arch = "x86_64")]
+        let mut scores_b = vec![0f32; len_p];
         for h in 0..heads {
             for (value, row) in values.chunks_exact_mut(dim_p).zip(qkv.chunks_exact(stride)) {
                 value[..head_dim].copy_from_slice(&row[2 * hidden + h * head_dim..][..head_dim]);
@@ -829,6 +919,41 @@ mod tests {
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&one_a), bits(&two_a), "n {n}, head_dim {head_dim}");
             assert_eq!(bits(&one_b), bits(&two_b), "n {n}, head_dim {head_dim}");
+        }
+    }
+
+    /// The register transpose of the keys puts every value where the
+    /// plain loop puts it, and leaves the padding zero.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_blocked_key_transpose_equals_the_plain_one() {
+        if super::level() < 2 {
+            eprintln!("skipping: no AVX-512 here");
+            return;
+        }
+        for (len, hidden) in [
+            (1usize, 16usize),
+            (15, 32),
+            (16, 384),
+            (17, 384),
+            (128, 384),
+            (33, 48),
+        ] {
+            let stride = 3 * hidden;
+            let len_p = len.div_ceil(16) * 16;
+            let qkv: Vec<f32> = (0..len * stride).map(|i| i as f32 * 0.5 - 7.0).collect();
+            let mut plain = vec![0f32; hidden * len_p];
+            for (c, column) in plain.chunks_exact_mut(len_p).enumerate() {
+                for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
+                    *k = row[hidden + c];
+                }
+            }
+            let mut blocked = vec![0f32; hidden * len_p];
+            // SAFETY: `level` found AVX-512 F; the shapes are as required.
+            unsafe {
+                super::avx512::transpose_keys(&qkv, len, hidden, stride, len_p, &mut blocked)
+            };
+            assert_eq!(plain, blocked, "len {len}, hidden {hidden}");
         }
     }
 

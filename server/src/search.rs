@@ -403,6 +403,12 @@ pub fn search_blended(
 ) -> SearchResults {
     let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
     let (embedded, total) = snapshot.coverage_of(tier);
+    // The share of the chunks the dense vectors reach.
+    let vector_share = if total > 0 {
+        embedded as f32 / total as f32
+    } else {
+        1.0
+    };
     let mut results = SearchResults {
         mode: "lexical",
         reason: None,
@@ -432,29 +438,28 @@ pub fn search_blended(
                     });
                 dense_ids = ids;
                 let rest = total - embedded;
+                let progress = format!("embedding in progress: {embedded} of {total} chunks have");
                 results.reason = Some(match stand_in {
                     Some(Ok(fill_ids)) => {
-                        let coverage = embedded as f32 / total as f32;
                         dense_ids = merge_partial(
                             &dense_ids,
                             &fill_ids,
-                            coverage,
+                            vector_share,
                             options.fuse.fill_discount,
                             depth,
                         );
                         format!(
-                            "embedding in progress: {embedded} of {total} chunks have \
-                             transformer vectors; static-tier vectors stand in for the other {rest}"
+                            "{progress} transformer vectors; \
+                             static-tier vectors stand in for the other {rest}"
                         )
                     }
                     Some(Err(reason)) => format!(
-                        "embedding in progress: {embedded} of {total} chunks have vectors; \
-                         the other {rest} are found by the lexical and symbol branches only \
-                         (static tier: {reason})"
+                        "{progress} vectors; the other {rest} are found by the lexical and \
+                         symbol branches only (static tier: {reason})"
                     ),
                     None => format!(
-                        "embedding in progress: {embedded} of {total} chunks have vectors; \
-                         the rest are found by the lexical and symbol branches only"
+                        "{progress} vectors; the rest are found by the lexical and symbol \
+                         branches only"
                     ),
                 });
             }
@@ -498,9 +503,8 @@ pub fn search_blended(
     if tier == DenseTier::Static {
         fuse_config.weights[1] *= fuse_config.static_dense;
     }
-    if results.mode == "partial" && total > 0 {
-        let coverage = embedded as f32 / total as f32;
-        fuse_config.weights[1] *= coverage.powf(fuse_config.partial_power);
+    if results.mode == "partial" {
+        fuse_config.weights[1] *= vector_share.powf(fuse_config.partial_power);
     }
     if looks_like_code(query_text) {
         let w = options.signals.symbol_query_weight;

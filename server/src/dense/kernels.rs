@@ -628,11 +628,7 @@ mod generic {
                 super::avx512::transpose_keys(qkv, len, hidden, stride, len_p, &mut keys_t)
             };
         } else {
-            for (c, column) in keys_t.chunks_exact_mut(len_p).enumerate() {
-                for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
-                    *k = row[hidden + c];
-                }
-            }
+            transpose_keys(qkv, hidden, stride, len_p, &mut keys_t);
         }
         let mut values = vec![0f32; len * dim_p];
         let mut scores = vec![0f32; len_p];
@@ -713,6 +709,23 @@ mod generic {
                         block += 1;
                     }
                 }
+            }
+        }
+    }
+
+    /// The keys of one text transposed, plainly: `keys_t[c * len_p + j]`
+    /// is column `c` of key `j` (`qkv[j * stride + hidden + c]`).
+    #[inline(always)]
+    pub(super) fn transpose_keys(
+        qkv: &[f32],
+        hidden: usize,
+        stride: usize,
+        len_p: usize,
+        keys_t: &mut [f32],
+    ) {
+        for (c, column) in keys_t.chunks_exact_mut(len_p).enumerate() {
+            for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
+                *k = row[hidden + c];
             }
         }
     }
@@ -879,13 +892,22 @@ mod tests {
         out
     }
 
+    /// Whether the AVX-512 kernels run here (a note when they do not).
+    #[cfg(target_arch = "x86_64")]
+    fn avx512() -> bool {
+        let here = super::level() >= 2;
+        if !here {
+            eprintln!("skipping: no AVX-512 here");
+        }
+        here
+    }
+
     /// The two-query context loop gives each query exactly what the
     /// one-query loop gives it, bit for bit.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_two_query_context_is_bit_identical_to_one_query() {
-        if super::level() < 2 {
-            eprintln!("skipping: no AVX-512 here");
+        if !avx512() {
             return;
         }
         for (n, head_dim) in [
@@ -927,8 +949,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_blocked_key_transpose_equals_the_plain_one() {
-        if super::level() < 2 {
-            eprintln!("skipping: no AVX-512 here");
+        if !avx512() {
             return;
         }
         for (len, hidden) in [
@@ -943,11 +964,7 @@ mod tests {
             let len_p = len.div_ceil(16) * 16;
             let qkv: Vec<f32> = (0..len * stride).map(|i| i as f32 * 0.5 - 7.0).collect();
             let mut plain = vec![0f32; hidden * len_p];
-            for (c, column) in plain.chunks_exact_mut(len_p).enumerate() {
-                for (k, row) in column.iter_mut().zip(qkv.chunks_exact(stride)) {
-                    *k = row[hidden + c];
-                }
-            }
+            super::generic::transpose_keys(&qkv, hidden, stride, len_p, &mut plain);
             let mut blocked = vec![0f32; hidden * len_p];
             // SAFETY: `level` found AVX-512 F; the shapes are as required.
             unsafe {

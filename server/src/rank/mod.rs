@@ -228,31 +228,26 @@ pub fn merge_partial(
     depth: usize,
 ) -> Vec<u32> {
     let coverage = coverage.clamp(0.0, 1.0);
-    let estimate = |rank: usize, share: f32, discount: f32| {
-        if share <= 0.0 {
-            f32::INFINITY
-        } else {
+    // The estimated rank of the `rank`-th hit of a list over `share` of the
+    // chunks (infinite past its end, or for a list over none of them).
+    let estimate = |list: &[u32], rank: usize, share: f32, discount: f32| {
+        if rank <= list.len() && share > 0.0 {
             rank as f32 / share * discount
+        } else {
+            f32::INFINITY
         }
     };
     let mut merged = Vec::with_capacity(depth.min(primary.len() + fill.len()));
     let (mut p, mut f) = (0, 0);
-    while merged.len() < depth && (p < primary.len() || f < fill.len()) {
-        let p_key = primary
-            .get(p)
-            .map_or(f32::INFINITY, |_| estimate(p + 1, coverage, 1.0));
-        let f_key = fill.get(f).map_or(f32::INFINITY, |_| {
-            estimate(f + 1, 1.0 - coverage, fill_discount.max(0.0))
-        });
+    while merged.len() < depth {
+        let p_key = estimate(primary, p + 1, coverage, 1.0);
+        let f_key = estimate(fill, f + 1, 1.0 - coverage, fill_discount.max(0.0));
         if p < primary.len() && p_key <= f_key {
             merged.push(primary[p]);
             p += 1;
-        } else if f < fill.len() && f_key.is_finite() {
+        } else if f_key.is_finite() {
             merged.push(fill[f]);
             f += 1;
-        } else if p < primary.len() {
-            merged.push(primary[p]);
-            p += 1;
         } else {
             break;
         }

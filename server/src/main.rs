@@ -464,7 +464,7 @@ fn run(cli: Cli) -> Result<()> {
             let engine = dense_engine(&common, true);
             // A batch job that ends soon: freed layer outputs are reused
             // rather than returned to the OS and faulted in again.
-            quarry::memory::hold_freed_memory();
+            let _held = quarry::memory::HeldFreedMemory::new();
             let embedded = embed(&index, &engine, embed_limit, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();

@@ -6,12 +6,12 @@
 //! regex-automata util/, against 4,500 when the memory is held (peak RSS
 //! 284 MB against 302 MB).
 //!
-//! Owns: `hold_freed_memory` and `release_freed_memory`, which the
-//! embedding work calls around itself. Never: changes how memory is
-//! allocated, only when freed memory goes back to the OS.
+//! Owns: `HeldFreedMemory`, a guard the embedding work holds while it
+//! runs. Never: changes how memory is allocated, only when freed memory
+//! goes back to the OS.
 
 use std::os::raw::{c_int, c_long};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
 
 // The C library these options belong to is linked through the `mimalloc`
 // crate; naming it keeps it linked in every binary that uses this module.
@@ -28,34 +28,48 @@ extern "C" {
 /// name this option). A test pins it by its default value.
 const PURGE_DELAY: c_int = 15;
 
-/// The purge delay `hold_freed_memory` replaced (`i64::MIN`: none).
-static SAVED: AtomicI64 = AtomicI64::new(i64::MIN);
+/// How many `HeldFreedMemory` guards live, and the purge delay the first
+/// of them replaced.
+static HOLDS: Mutex<(usize, c_long)> = Mutex::new((0, 0));
 
-/// Keeps freed memory for reuse instead of returning it to the OS, until
-/// `release_freed_memory`.
-pub fn hold_freed_memory() {
-    let now = purge_delay();
-    if now >= 0 {
-        // `c_long` is 32 bits on some targets.
-        #[allow(clippy::useless_conversion)]
-        SAVED.store(i64::from(now), Ordering::Relaxed);
+/// While one of these lives, freed memory is kept for reuse instead of
+/// being returned to the OS; when the last one is dropped the purge delay
+/// is restored and what is held is returned.
+#[must_use = "freed memory is held only while the guard lives"]
+pub struct HeldFreedMemory(());
+
+impl HeldFreedMemory {
+    pub fn new() -> HeldFreedMemory {
+        let mut holds = HOLDS.lock().unwrap_or_else(|e| e.into_inner());
+        if holds.0 == 0 {
+            holds.1 = purge_delay();
+            // SAFETY: sets one allocator option; mimalloc reads options on
+            // every purge decision, from any thread.
+            unsafe { mi_option_set(PURGE_DELAY, -1) }
+        }
+        holds.0 += 1;
+        HeldFreedMemory(())
     }
-    // SAFETY: sets one allocator option; mimalloc reads options on every
-    // purge decision, from any thread.
-    unsafe { mi_option_set(PURGE_DELAY, -1) }
 }
 
-/// Returns freed memory to the OS again (after the delay held before),
-/// and what is held now.
-pub fn release_freed_memory() {
-    let saved = SAVED.load(Ordering::Relaxed);
-    // SAFETY: as `hold_freed_memory`; `mi_collect` is safe to call from
-    // any thread at any time.
-    unsafe {
-        if saved != i64::MIN {
-            mi_option_set(PURGE_DELAY, saved as c_long);
+impl Default for HeldFreedMemory {
+    fn default() -> Self {
+        HeldFreedMemory::new()
+    }
+}
+
+impl Drop for HeldFreedMemory {
+    fn drop(&mut self) {
+        let mut holds = HOLDS.lock().unwrap_or_else(|e| e.into_inner());
+        holds.0 -= 1;
+        if holds.0 == 0 {
+            // SAFETY: as in `new`; `mi_collect` is safe to call from any
+            // thread at any time.
+            unsafe {
+                mi_option_set(PURGE_DELAY, holds.1);
+                mi_collect(true);
+            }
         }
-        mi_collect(true);
     }
 }
 
@@ -70,17 +84,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_purge_delay_option_is_the_one_held_and_released() {
+    fn the_purge_delay_is_held_while_a_guard_lives() {
         // The option index is right if it reads mimalloc's default purge
         // delay (10 ms in version 2, 1000 ms in 3), unless the environment
-        // set one, and follows the two calls.
+        // set one, and follows the guards.
         let before = purge_delay();
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
             assert!(before == 10 || before == 1000, "{before}");
         }
-        hold_freed_memory();
+        let outer = HeldFreedMemory::new();
         assert_eq!(purge_delay(), -1);
-        release_freed_memory();
+        // Nested holds: only the last one dropped restores the delay.
+        drop(HeldFreedMemory::new());
+        assert_eq!(purge_delay(), -1);
+        drop(outer);
         assert_eq!(purge_delay(), before);
     }
 }

@@ -635,7 +635,7 @@ pub fn run_dense(
 
     // As `quarry index` and the server's embedding lane do while they
     // embed.
-    crate::memory::hold_freed_memory();
+    let held = crate::memory::HeldFreedMemory::new();
     // Cold index with the static tier: lexical, then every chunk's static
     // vector: from here on every chunk is semantically searchable.
     let (index, start) = cold_index()?;
@@ -677,7 +677,7 @@ pub fn run_dense(
         at_20s.load(Ordering::Relaxed)
     };
     let cold_embed_chunks_per_s = embedded.computed as f64 / embed_start.elapsed().as_secs_f64();
-    crate::memory::release_freed_memory();
+    drop(held);
     let snapshot = index.snapshot();
 
     // Throughput on real chunk texts, bypassing the cache.
@@ -844,7 +844,7 @@ fn embed_until(
     let mut done = 0;
     while start.elapsed().as_secs_f64() < seconds {
         let stats = index
-            .embed_pending(engine, &[], Some(64), &|_| {})
+            .embed_pending(engine, &[], Some(crate::lsp::EMBED_ROUND), &|_| {})
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         if start.elapsed().as_secs_f64() <= seconds {
             done += stats.embedded;

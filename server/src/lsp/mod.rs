@@ -719,7 +719,7 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
 
 /// Chunks per embedding round: small, so that priority paths, shutdown
 /// and the CPU for updates and queries never wait long.
-const EMBED_ROUND: usize = 64;
+pub(crate) const EMBED_ROUND: usize = 64;
 /// How much less the static tier's order counts where it stands in for
 /// the transformer (`FuseConfig::fill_discount`; 2 measured best of 1, 2,
 /// 3 and 5 on the development set).
@@ -752,7 +752,7 @@ async fn embed_loop(state: Arc<State>) {
         // transformer's (minutes on a cold workspace). Freed layer outputs
         // are reused meanwhile, and returned to the OS once it is done.
         let fast = state.static_engine();
-        crate::memory::hold_freed_memory();
+        let held = crate::memory::HeldFreedMemory::new();
         for folder in state.folders() {
             if let Some(index) = folder.index() {
                 if let Some(fast) = &fast {
@@ -761,7 +761,7 @@ async fn embed_loop(state: Arc<State>) {
                 embed_folder(&state, &folder, &index, &engine).await;
             }
         }
-        crate::memory::release_freed_memory();
+        drop(held);
     }
 }
 

@@ -27,6 +27,7 @@
 //! Never: padding, masking or any I/O; weights are read once from the
 //! `VarBuilder` at load.
 
+use super::fused;
 use super::kernels;
 use super::qgemm::QuantLinear;
 use candle_core::{CpuStorage, CustomOp1, Device, Layout, Module, Shape, Tensor};
@@ -93,6 +94,14 @@ impl Dense {
     /// Whether the output already went through the activation.
     fn activates(&self) -> bool {
         matches!(self, Dense::Int8(layer) if layer.applies_gelu())
+    }
+
+    /// The int8 layer, if this is one.
+    fn int8(&self) -> Option<&QuantLinear> {
+        match self {
+            Dense::Int8(layer) => Some(layer),
+            Dense::F32 { .. } => None,
+        }
     }
 
     /// Loads `prefix.weight` `(out, in)` and `prefix.bias` `(out)`.
@@ -180,6 +189,9 @@ fn contiguous_f32<'a>(
 struct Norm {
     weight: Tensor,
     bias: Tensor,
+    /// The same parameters as plain floats, for the fused layers.
+    weight_v: Vec<f32>,
+    bias_v: Vec<f32>,
     eps: f32,
 }
 
@@ -192,10 +204,20 @@ impl Norm {
             (vb.get(size, "gamma")?, vb.get(size, "beta")?)
         };
         Ok(Norm {
+            weight_v: weight.to_vec1()?,
+            bias_v: bias.to_vec1()?,
             weight,
             bias,
             eps: eps as f32,
         })
+    }
+
+    fn parts(&self) -> fused::NormParts<'_> {
+        fused::NormParts {
+            weight: &self.weight_v,
+            bias: &self.bias_v,
+            eps: self.eps,
+        }
     }
 }
 
@@ -331,6 +353,11 @@ impl Encoder {
             .add(&self.position_embeddings.index_select(&positions, 0)?)?
             .broadcast_add(&self.token_type)?;
         xs = self.embedding_norm.forward(&xs)?;
+        if let Some(layers) = self.fused_layers() {
+            let mut x = xs.flatten_all()?.to_vec1::<f32>()?;
+            fused::encode(&layers, &mut x, &lengths, self.heads, self.head_dim);
+            return Ok(fused::mean_rows(&x, &lengths, self.heads * self.head_dim));
+        }
         for layer in &self.layers {
             xs = self.layer(layer, &xs, &lengths)?;
         }
@@ -342,6 +369,27 @@ impl Encoder {
             start += len;
         }
         Ok(pooled)
+    }
+
+    /// Every layer as fused int8 parts, where every product is int8 with
+    /// the feed-forward GELU fused on (`Precision::Int8` with BERT's exact
+    /// GELU); otherwise the tensor path runs.
+    fn fused_layers(&self) -> Option<Vec<fused::LayerParts<'_>>> {
+        self.layers
+            .iter()
+            .map(|layer| {
+                let intermediate = layer.intermediate.int8()?;
+                intermediate.applies_gelu().then_some(())?;
+                Some(fused::LayerParts {
+                    qkv: layer.qkv.int8()?,
+                    attention_out: layer.attention_out.int8()?,
+                    attention_norm: layer.attention_norm.parts(),
+                    intermediate,
+                    output: layer.output.int8()?,
+                    output_norm: layer.output_norm.parts(),
+                })
+            })
+            .collect()
     }
 
     fn layer(&self, layer: &Layer, xs: &Tensor, lengths: &[usize]) -> candle_core::Result<Tensor> {

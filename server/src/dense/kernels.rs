@@ -96,6 +96,7 @@ macro_rules! dispatch {
 }
 
 dispatch!(gelu_erf_in_place(xs: &mut [f32]));
+dispatch!(add_layer_norm(rows: &mut [f32], residual: &[f32], weight: &[f32], bias: &[f32], eps: f32));
 
 /// GELU over `xs`, split over the calling rayon pool.
 pub(crate) fn gelu_erf_par(xs: &mut [f32]) {
@@ -591,6 +592,68 @@ mod generic {
         }
     }
 
+    /// Each row of `rows` (rows of `weight.len()`) becomes
+    /// `layer_norm(row + residual_row) * weight + bias`, in candle's
+    /// arithmetic exactly (`candle_nn::ops::layer_norm`: one running sum
+    /// and sum of squares per row, in element order, the variance as
+    /// `E[x^2] - E[x]^2`; no fused multiply-adds), so the fused layers'
+    /// vectors equal the tensor path's bit for bit. Rows go eight at a
+    /// time, so eight independent sums are in flight instead of one
+    /// chain of dependent additions.
+    #[inline(always)]
+    pub(super) fn add_layer_norm<const FMA: bool>(
+        rows: &mut [f32],
+        residual: &[f32],
+        weight: &[f32],
+        bias: &[f32],
+        eps: f32,
+    ) {
+        const GROUP: usize = 8;
+        let n = weight.len();
+        if n == 0 {
+            return;
+        }
+        for (x, &r) in rows.iter_mut().zip(residual) {
+            *x += r;
+        }
+        let mut groups = rows.chunks_exact_mut(n * GROUP);
+        for group in &mut groups {
+            norm_rows::<GROUP>(group, weight, bias, eps);
+        }
+        for row in groups.into_remainder().chunks_exact_mut(n) {
+            norm_rows::<1>(row, weight, bias, eps);
+        }
+    }
+
+    /// Layer norm of `G` consecutive rows of `weight.len()` (see
+    /// `add_layer_norm`).
+    #[inline(always)]
+    fn norm_rows<const G: usize>(rows: &mut [f32], weight: &[f32], bias: &[f32], eps: f32) {
+        let n = weight.len();
+        let mut sum = [0f32; G];
+        let mut sum2 = [0f32; G];
+        {
+            let row: [&[f32]; G] = std::array::from_fn(|g| &rows[g * n..][..n]);
+            // One index walks all G rows in step.
+            #[allow(clippy::needless_range_loop)]
+            for j in 0..n {
+                for g in 0..G {
+                    let v = row[g][j];
+                    sum[g] += v;
+                    sum2[g] += v * v;
+                }
+            }
+        }
+        for (g, row) in rows.chunks_exact_mut(n).enumerate() {
+            let mean = sum[g] / n as f32;
+            let variance = sum2[g] / n as f32 - mean * mean;
+            let inv_std = (variance + eps).sqrt().recip();
+            for ((x, &w), &b) in row.iter_mut().zip(weight).zip(bias) {
+                *x = (*x - mean) * inv_std * w + b;
+            }
+        }
+    }
+
     #[inline(always)]
     pub(super) fn text_attention<const FMA: bool>(
         qkv: &[f32],
@@ -894,6 +957,54 @@ mod tests {
 
     /// Whether the AVX-512 kernels run here (a note when they do not).
     #[cfg(target_arch = "x86_64")]
+    /// The fused residual add and layer norm gives candle's tensor path
+    /// (`a + b`, then `candle_nn::ops::layer_norm`) bit for bit, in every
+    /// build, for any number of rows.
+    #[test]
+    fn add_layer_norm_equals_candles_bit_for_bit() {
+        use candle_core::{Device, Tensor};
+        let n = 384;
+        let value = |i: usize, seed: usize| ((i * 7919 + seed) % 1013) as f32 / 97.0 - 5.1;
+        for rows in [1usize, 7, 8, 19] {
+            let x: Vec<f32> = (0..rows * n).map(|i| value(i, 3)).collect();
+            let residual: Vec<f32> = (0..rows * n).map(|i| value(i, 500) * 0.3).collect();
+            let weight: Vec<f32> = (0..n).map(|i| 0.5 + value(i, 11) * 0.05).collect();
+            let bias: Vec<f32> = (0..n).map(|i| value(i, 29) * 0.01).collect();
+            let t = |v: &[f32], shape: (usize, usize)| {
+                Tensor::from_slice(v, shape, &Device::Cpu).unwrap()
+            };
+            let sum = (t(&x, (rows, n)) + t(&residual, (rows, n))).unwrap();
+            let want = candle_nn::ops::layer_norm(
+                &sum,
+                &t(&weight, (1, n)).flatten_all().unwrap(),
+                &t(&bias, (1, n)).flatten_all().unwrap(),
+                1e-12,
+            )
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+            for build in 0..3u8 {
+                let mut got = x.clone();
+                match build {
+                    0 => {
+                        generic::add_layer_norm::<false>(&mut got, &residual, &weight, &bias, 1e-12)
+                    }
+                    1 => {
+                        generic::add_layer_norm::<true>(&mut got, &residual, &weight, &bias, 1e-12)
+                    }
+                    _ => add_layer_norm(&mut got, &residual, &weight, &bias, 1e-12),
+                }
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{rows} rows, build {build}");
+            }
+        }
+    }
+
     fn avx512() -> bool {
         let here = super::level() >= 2;
         if !here {

@@ -15,6 +15,7 @@
 mod bert;
 pub mod cache;
 pub mod embed;
+mod fused;
 mod kernels;
 mod qgemm;
 pub mod static_tier;

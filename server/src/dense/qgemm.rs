@@ -208,6 +208,21 @@ impl QuantLinear {
         out
     }
 
+    /// `out = x W + b` (then GELU, where fused) for any number of rows of
+    /// `x`, on the calling thread: one job of a caller that splits the
+    /// rows itself (the fused encoder layer).
+    pub(crate) fn rows_into(&self, x: &[f32], out: &mut [f32]) {
+        assert_eq!(
+            x.len() / self.k.max(1) * self.n,
+            out.len(),
+            "rows_into shape"
+        );
+        // SAFETY: `MaybeUninit<f32>` has the layout of `f32`, and `job`
+        // only ever writes initialised floats through it.
+        let out = unsafe { &mut *(out as *mut [f32] as *mut [MaybeUninit<f32>]) };
+        self.job(x, out, QuantLinear::kernel());
+    }
+
     /// One job: quantise its rows, multiply, scale back (writing every
     /// element of `out`), activate.
     fn job(&self, x: &[f32], out: &mut [MaybeUninit<f32>], kernel: Kernel) {

@@ -509,8 +509,20 @@ pub struct DenseReport {
     pub lexical_p50_ms: f64,
     pub bytes_per_vector: f64,
     /// Recall@10 of the HNSW index against exact f32 search, per scalar
-    /// kind, with the saved size per vector: (kind, recall, bytes).
-    pub quantization: Vec<(&'static str, f64, f64)>,
+    /// kind, with the saved size and the insert time per vector.
+    pub quantization: Vec<QuantizationRow>,
+}
+
+/// One scalar kind of the HNSW index over the corpus's vectors.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QuantizationRow {
+    pub kind: &'static str,
+    /// Recall@10 against exact f32 search.
+    pub recall: f64,
+    /// Saved bytes per vector (vector and graph links).
+    pub bytes: f64,
+    /// Milliseconds per vector inserted, one thread.
+    pub insert_ms: f64,
 }
 
 impl fmt::Display for DenseReport {
@@ -570,10 +582,11 @@ impl fmt::Display for DenseReport {
             "bytes per vector  {:.0} (f16 vector + HNSW links, as saved)",
             self.bytes_per_vector
         )?;
-        for (kind, recall, bytes) in &self.quantization {
+        for row in &self.quantization {
             writeln!(
                 f,
-                "scalars {kind:<9} recall@10 vs exact f32 {recall:.3}, {bytes:.0} bytes per vector"
+                "scalars {:<9} recall@10 vs exact f32 {:.3}, {:.0} bytes per vector, insert {:.3} ms per vector",
+                row.kind, row.recall, row.bytes, row.insert_ms
             )?;
         }
         Ok(())
@@ -862,7 +875,7 @@ fn quantization_recall(
     index: &Index,
     engine: &crate::dense::DenseEngine,
     scratch: &Path,
-) -> std::io::Result<Vec<(&'static str, f64, f64)>> {
+) -> std::io::Result<Vec<QuantizationRow>> {
     use crate::dense::vectors::{Quantization, VectorIndex};
     let snapshot = index.snapshot();
     let budget = engine.config().token_budget;
@@ -897,7 +910,12 @@ fn quantization_recall(
         })
         .collect();
     let mut out = Vec::new();
-    for (name, quantization) in [("f16", Quantization::F16), ("i8", Quantization::I8)] {
+    for (name, quantization) in [
+        ("f32", Quantization::F32),
+        ("f16", Quantization::F16),
+        ("bf16", Quantization::BF16),
+        ("i8", Quantization::I8),
+    ] {
         let model_id = engine.model_id().unwrap_or_default();
         let candidate = VectorIndex::with_quantization(model_id, engine.dim(), quantization)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -906,9 +924,11 @@ fn quantization_recall(
             .zip(&vectors)
             .map(|(id, v)| (*id, v.as_slice()))
             .collect();
+        let started = Instant::now();
         candidate
             .add(&entries)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let insert_ms = ms(started) / entries.len().max(1) as f64;
         let mut found = 0usize;
         for (query, truth) in queries.iter().zip(&exact) {
             let hits = candidate
@@ -924,11 +944,12 @@ fn quantization_recall(
         let bytes = std::fs::metadata(dir.join(crate::dense::vectors::VECTORS_FILE))
             .map_or(0, |m| m.len()) as f64;
         let total = exact.iter().map(Vec::len).sum::<usize>().max(1);
-        out.push((
-            name,
-            found as f64 / total as f64,
-            bytes / ids.len().max(1) as f64,
-        ));
+        out.push(QuantizationRow {
+            kind: name,
+            recall: found as f64 / total as f64,
+            bytes: bytes / ids.len().max(1) as f64,
+            insert_ms,
+        });
     }
     Ok(out)
 }

@@ -579,7 +579,7 @@ impl fmt::Display for DenseReport {
         )?;
         writeln!(
             f,
-            "bytes per vector  {:.0} (f16 vector + HNSW links, as saved)",
+            "bytes per vector  {:.0} (bf16 vector + HNSW links, as saved)",
             self.bytes_per_vector
         )?;
         for row in &self.quantization {
@@ -806,7 +806,7 @@ pub fn run_dense(
                 .computed;
         }
     }
-    // The saved file: f16 vectors plus the HNSW graph, without the spare
+    // The saved file: bf16 vectors plus the HNSW graph, without the spare
     // capacity an in-memory index reserves for growth.
     let n_vectors = index.snapshot().vectors.as_ref().map_or(0, |v| v.len());
     let file_bytes = std::fs::metadata(

@@ -38,10 +38,8 @@ use std::mem::MaybeUninit;
 
 /// Output columns per panel (one 512-bit register of i32).
 const PANEL: usize = 16;
-/// Panels a kernel tile covers; columns are padded to `PANEL * TILE_PANELS`.
+/// Columns are padded to a multiple of `PANEL * TILE_PANELS`.
 const TILE_PANELS: usize = 4;
-/// Rows a kernel tile covers.
-const TILE_ROWS: usize = 4;
 /// Rows per parallel job.
 const JOB_ROWS: usize = 32;
 /// The largest quantised weight magnitude: seven bits, so that AVX2's
@@ -436,18 +434,26 @@ macro_rules! compiled_for {
 
 #[cfg(target_arch = "x86_64")]
 mod vnni {
-    use super::{PANEL, TILE_PANELS, TILE_ROWS};
+    use super::PANEL;
     use std::arch::x86_64::*;
+
+    /// Rows and panels a tile covers: 24 accumulators, each weight
+    /// register used for eight rows. Four rows by four panels, as before,
+    /// read twice the weight bytes per product, and the feed-forward
+    /// layer's 96 KB panels stream from L2: 8 x 3 took 7% less CPU on
+    /// regex-automata util/ (8 x 2: 3% less).
+    const ROWS: usize = 8;
+    const PANELS: usize = 3;
 
     compiled_for!("avx512f,avx512bw");
 
-    /// As `portable_multiply`, with `vpdpbusd` on tiles of `TILE_ROWS` rows
-    /// by `TILE_PANELS` panels.
+    /// As `portable_multiply`, with `vpdpbusd` on tiles of `ROWS` rows by
+    /// `PANELS` panels.
     ///
     /// # Safety
     /// The CPU must have AVX-512 F, BW and VNNI; `qx` holds `rows * k4`
-    /// bytes, `packed` `panels * k4 * PANEL`, `acc` `rows * panels * PANEL`,
-    /// and `panels` is a multiple of `TILE_PANELS`.
+    /// bytes, `packed` `panels * k4 * PANEL` and `acc` `rows * panels *
+    /// PANEL`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn multiply(
         qx: &[u8],
@@ -460,34 +466,35 @@ mod vnni {
         debug_assert!(qx.len() >= rows * k4);
         debug_assert!(packed.len() >= panels * k4 * PANEL);
         debug_assert!(acc.len() >= rows * panels * PANEL);
-        debug_assert_eq!(panels % TILE_PANELS, 0);
         let blocks = k4 / 4;
         let width = panels * PANEL;
         let panel_bytes = blocks * PANEL * 4;
         let mut panel = 0;
         while panel < panels {
             let w = packed.as_ptr().add(panel * panel_bytes);
+            let group = (panels - panel).min(PANELS);
             let mut r = 0;
             while r < rows {
                 let x = qx.as_ptr().add(r * k4);
                 let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
-                match rows - r {
-                    1 => tile::<1>(x, k4, w, panel_bytes, blocks, c, width),
-                    2 => tile::<2>(x, k4, w, panel_bytes, blocks, c, width),
-                    3 => tile::<3>(x, k4, w, panel_bytes, blocks, c, width),
-                    _ => tile::<TILE_ROWS>(x, k4, w, panel_bytes, blocks, c, width),
+                let left = rows - r;
+                match group {
+                    1 => strip::<1>(left, x, k4, w, panel_bytes, blocks, c, width),
+                    2 => strip::<2>(left, x, k4, w, panel_bytes, blocks, c, width),
+                    _ => strip::<PANELS>(left, x, k4, w, panel_bytes, blocks, c, width),
                 }
-                r += TILE_ROWS;
+                r += ROWS;
             }
-            panel += TILE_PANELS;
+            panel += group;
         }
     }
 
-    /// `ROWS` rows of `x` (stride `lda`) times `TILE_PANELS` panels of `w`
-    /// (stride `panel_bytes`), stored to `c` (stride `ldc`).
+    /// One tile of `min(left, ROWS)` rows by `P` panels (see `tile`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     #[inline]
-    unsafe fn tile<const ROWS: usize>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn strip<const P: usize>(
+        left: usize,
         x: *const u8,
         lda: usize,
         w: *const i8,
@@ -496,9 +503,34 @@ mod vnni {
         c: *mut i32,
         ldc: usize,
     ) {
-        let mut sums = [[_mm512_setzero_si512(); TILE_PANELS]; ROWS];
+        match left {
+            1 => tile::<1, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            2 => tile::<2, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            3 => tile::<3, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            4 => tile::<4, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            5 => tile::<5, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            6 => tile::<6, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            7 => tile::<7, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+            _ => tile::<ROWS, P>(x, lda, w, panel_bytes, blocks, c, ldc),
+        }
+    }
+
+    /// `R` rows of `x` (stride `lda`) times `P` panels of `w` (stride
+    /// `panel_bytes`), stored to `c` (stride `ldc`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[inline]
+    unsafe fn tile<const R: usize, const P: usize>(
+        x: *const u8,
+        lda: usize,
+        w: *const i8,
+        panel_bytes: usize,
+        blocks: usize,
+        c: *mut i32,
+        ldc: usize,
+    ) {
+        let mut sums = [[_mm512_setzero_si512(); P]; R];
         for b in 0..blocks {
-            let mut ws = [_mm512_setzero_si512(); TILE_PANELS];
+            let mut ws = [_mm512_setzero_si512(); P];
             for (p, wv) in ws.iter_mut().enumerate() {
                 *wv = _mm512_loadu_si512(w.add(p * panel_bytes + b * PANEL * 4).cast());
             }
@@ -663,7 +695,13 @@ mod tests {
             eprintln!("skipped: this CPU has no native int8 kernel");
             return;
         }
-        for (rows, k, n) in [(1, 384, 384), (6, 30, 70), (71, 384, 1152), (33, 1536, 384)] {
+        for (rows, k, n) in [
+            (1, 384, 384),
+            (6, 30, 70),
+            (5, 20, 50),
+            (71, 384, 1152),
+            (33, 1536, 384),
+        ] {
             let mut x = noise(rows * k, 4);
             // Saturated activations: the pairs an unsigned x signed
             // 16-bit product would overflow on.

@@ -47,18 +47,28 @@ fn level() -> u8 {
 }
 
 /// The widest instruction set the encoder may use, from `QUARRY_CPU`
-/// (`avx2`: AVX2 and FMA at most, `baseline`: plain x86-64; anything else
-/// or unset: no cap), read once. For measuring on an AVX-512 machine what
+/// (`avx2`: AVX2 and FMA at most, `avx2-vnni`: the same plus AVX-VNNI's
+/// 256-bit int8 product, `baseline`: plain x86-64; anything else or
+/// unset: no cap), read once. For measuring on an AVX-512 machine what
 /// an AVX2-only one runs (same instructions, though not the same clock or
 /// caches).
 pub(crate) fn cap() -> u8 {
     use std::sync::OnceLock;
     static CAP: OnceLock<u8> = OnceLock::new();
     *CAP.get_or_init(|| match std::env::var("QUARRY_CPU").as_deref() {
-        Ok("avx2") => 1,
+        Ok("avx2" | "avx2-vnni") => 1,
         Ok("baseline") => 0,
         _ => u8::MAX,
     })
+}
+
+/// Whether `QUARRY_CPU` leaves AVX-VNNI to the int8 product (all but
+/// `avx2` and `baseline`, which stand for CPUs without it).
+pub(crate) fn avx_vnni_allowed() -> bool {
+    !matches!(
+        std::env::var("QUARRY_CPU").as_deref(),
+        Ok("avx2" | "baseline")
+    )
 }
 
 /// Defines `$name` to run `generic::$name` built for the widest

@@ -566,6 +566,44 @@ mod vnni {
     }
 }
 
+/// The tile walk both 256-bit kernels share: for each panel of `packed`,
+/// the rows of `qx` in steps of `step`, calling `tile(rows left, x, w,
+/// blocks, c, ldc)` for each (`tile` stores at most `step` rows).
+///
+/// # Safety
+/// `qx` holds `rows * k4` bytes, `packed` `panels * k4 * PANEL` and `acc`
+/// `rows * panels * PANEL`; `tile` writes only the rows it is given.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn one_panel_tiles(
+    qx: &[u8],
+    rows: usize,
+    k4: usize,
+    packed: &[i8],
+    panels: usize,
+    acc: &mut [i32],
+    step: usize,
+    tile: impl Fn(usize, *const u8, *const i8, usize, *mut i32, usize),
+) {
+    debug_assert!(qx.len() >= rows * k4);
+    debug_assert!(packed.len() >= panels * k4 * PANEL);
+    debug_assert!(acc.len() >= rows * panels * PANEL);
+    let blocks = k4 / 4;
+    let width = panels * PANEL;
+    let panel_bytes = blocks * PANEL * 4;
+    for panel in 0..panels {
+        let w = packed.as_ptr().add(panel * panel_bytes);
+        let mut r = 0;
+        while r < rows {
+            let x = qx.as_ptr().add(r * k4);
+            let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
+            tile(rows - r, x, w, blocks, c, width);
+            r += step;
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::PANEL;
@@ -592,27 +630,22 @@ mod avx2 {
         panels: usize,
         acc: &mut [i32],
     ) {
-        debug_assert!(qx.len() >= rows * k4);
-        debug_assert!(packed.len() >= panels * k4 * PANEL);
-        debug_assert!(acc.len() >= rows * panels * PANEL);
-        let blocks = k4 / 4;
-        let width = panels * PANEL;
-        let panel_bytes = blocks * PANEL * 4;
-        for panel in 0..panels {
-            let w = packed.as_ptr().add(panel * panel_bytes);
-            let mut r = 0;
-            while r < rows {
-                let x = qx.as_ptr().add(r * k4);
-                let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
-                match rows - r {
-                    1 => tile::<1>(x, k4, w, blocks, c, width),
-                    2 => tile::<2>(x, k4, w, blocks, c, width),
-                    3 => tile::<3>(x, k4, w, blocks, c, width),
-                    _ => tile::<ROWS>(x, k4, w, blocks, c, width),
-                }
-                r += ROWS;
-            }
-        }
+        // SAFETY: as this function's; `tile` writes at most `left` rows.
+        super::one_panel_tiles(
+            qx,
+            rows,
+            k4,
+            packed,
+            panels,
+            acc,
+            ROWS,
+            |left, x, w, blocks, c, ldc| match left {
+                1 => tile::<1>(x, k4, w, blocks, c, ldc),
+                2 => tile::<2>(x, k4, w, blocks, c, ldc),
+                3 => tile::<3>(x, k4, w, blocks, c, ldc),
+                _ => tile::<ROWS>(x, k4, w, blocks, c, ldc),
+            },
+        );
     }
 
     /// `R` rows of `x` (stride `lda`) times one panel of `w`, stored to `c`
@@ -675,29 +708,24 @@ mod avxvnni {
         panels: usize,
         acc: &mut [i32],
     ) {
-        debug_assert!(qx.len() >= rows * k4);
-        debug_assert!(packed.len() >= panels * k4 * PANEL);
-        debug_assert!(acc.len() >= rows * panels * PANEL);
-        let blocks = k4 / 4;
-        let width = panels * PANEL;
-        let panel_bytes = blocks * PANEL * 4;
-        for panel in 0..panels {
-            let w = packed.as_ptr().add(panel * panel_bytes);
-            let mut r = 0;
-            while r < rows {
-                let x = qx.as_ptr().add(r * k4);
-                let c = acc.as_mut_ptr().add(r * width + panel * PANEL);
-                match rows - r {
-                    1 => tile::<1>(x, k4, w, blocks, c, width),
-                    2 => tile::<2>(x, k4, w, blocks, c, width),
-                    3 => tile::<3>(x, k4, w, blocks, c, width),
-                    4 => tile::<4>(x, k4, w, blocks, c, width),
-                    5 => tile::<5>(x, k4, w, blocks, c, width),
-                    _ => tile::<ROWS>(x, k4, w, blocks, c, width),
-                }
-                r += ROWS;
-            }
-        }
+        // SAFETY: as this function's; `tile` writes at most `left` rows.
+        super::one_panel_tiles(
+            qx,
+            rows,
+            k4,
+            packed,
+            panels,
+            acc,
+            ROWS,
+            |left, x, w, blocks, c, ldc| match left {
+                1 => tile::<1>(x, k4, w, blocks, c, ldc),
+                2 => tile::<2>(x, k4, w, blocks, c, ldc),
+                3 => tile::<3>(x, k4, w, blocks, c, ldc),
+                4 => tile::<4>(x, k4, w, blocks, c, ldc),
+                5 => tile::<5>(x, k4, w, blocks, c, ldc),
+                _ => tile::<ROWS>(x, k4, w, blocks, c, ldc),
+            },
+        );
     }
 
     /// `R` rows of `x` (stride `lda`) times one panel of `w`, stored to `c`

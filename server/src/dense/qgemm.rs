@@ -604,6 +604,82 @@ unsafe fn one_panel_tiles(
     }
 }
 
+/// Defines a 256-bit kernel's `multiply` (the `one_panel_tiles` walk over
+/// tiles of at most `$rows` rows by one panel, with a `tile::<R>` for each
+/// row count left at the bottom edge) and its `tile::<R>`: `R` rows of `x`
+/// (stride `lda`) times one panel of `w`, stored to `c` (stride `ldc`). A
+/// block of 4 inputs x 16 columns is two registers, columns 0-7 and 8-15,
+/// 4 bytes each; `$step` adds one block's product for one row to `$row`
+/// (its two accumulators) from the row's broadcast inputs `$xv` and the
+/// block's `$low` and `$high` weights. Only that step differs between the
+/// AVX2 and AVX-VNNI kernels.
+#[cfg(target_arch = "x86_64")]
+macro_rules! one_panel_kernel {
+    (
+        $features:literal,
+        $rows:ident,
+        [$($r:literal),*],
+        |$row:ident, $xv:ident, $low:ident, $high:ident| $step:block
+    ) => {
+        /// As `portable_multiply`, on tiles of `ROWS` rows by one panel.
+        ///
+        /// # Safety
+        /// The CPU must have this module's features; `qx` holds `rows * k4`
+        /// bytes, `packed` `panels * k4 * PANEL` weights in `[-WEIGHT_MAX,
+        /// WEIGHT_MAX]`, `acc` `rows * panels * PANEL`.
+        #[target_feature(enable = $features)]
+        pub(super) unsafe fn multiply(
+            qx: &[u8],
+            rows: usize,
+            k4: usize,
+            packed: &[i8],
+            panels: usize,
+            acc: &mut [i32],
+        ) {
+            // SAFETY: as this function's; `tile` writes at most `left` rows.
+            super::one_panel_tiles(
+                qx,
+                rows,
+                k4,
+                packed,
+                panels,
+                acc,
+                $rows,
+                |left, x, w, blocks, c, ldc| match left {
+                    $($r => tile::<$r>(x, k4, w, blocks, c, ldc),)*
+                    _ => tile::<$rows>(x, k4, w, blocks, c, ldc),
+                },
+            );
+        }
+
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn tile<const R: usize>(
+            x: *const u8,
+            lda: usize,
+            w: *const i8,
+            blocks: usize,
+            c: *mut i32,
+            ldc: usize,
+        ) {
+            let mut sums = [[_mm256_setzero_si256(); 2]; R];
+            for b in 0..blocks {
+                let $low = _mm256_loadu_si256(w.add(b * PANEL * 4).cast());
+                let $high = _mm256_loadu_si256(w.add(b * PANEL * 4 + 32).cast());
+                for (i, $row) in sums.iter_mut().enumerate() {
+                    let $xv =
+                        _mm256_set1_epi32(x.add(i * lda + b * 4).cast::<i32>().read_unaligned());
+                    $step
+                }
+            }
+            for (i, row) in sums.iter().enumerate() {
+                _mm256_storeu_si256(c.add(i * ldc).cast(), row[0]);
+                _mm256_storeu_si256(c.add(i * ldc + 8).cast(), row[1]);
+            }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::PANEL;
@@ -615,72 +691,15 @@ mod avx2 {
 
     compiled_for!("avx2,fma");
 
-    /// As `portable_multiply`, on tiles of `ROWS` rows by one panel.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2; `qx` holds `rows * k4` bytes, `packed`
-    /// `panels * k4 * PANEL` weights in `[-WEIGHT_MAX, WEIGHT_MAX]`, `acc`
-    /// `rows * panels * PANEL`.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn multiply(
-        qx: &[u8],
-        rows: usize,
-        k4: usize,
-        packed: &[i8],
-        panels: usize,
-        acc: &mut [i32],
-    ) {
-        // SAFETY: as this function's; `tile` writes at most `left` rows.
-        super::one_panel_tiles(
-            qx,
-            rows,
-            k4,
-            packed,
-            panels,
-            acc,
-            ROWS,
-            |left, x, w, blocks, c, ldc| match left {
-                1 => tile::<1>(x, k4, w, blocks, c, ldc),
-                2 => tile::<2>(x, k4, w, blocks, c, ldc),
-                3 => tile::<3>(x, k4, w, blocks, c, ldc),
-                _ => tile::<ROWS>(x, k4, w, blocks, c, ldc),
-            },
-        );
-    }
-
-    /// `R` rows of `x` (stride `lda`) times one panel of `w`, stored to `c`
-    /// (stride `ldc`). A block of 4 inputs x 16 columns is two registers:
-    /// columns 0-7 and 8-15, 4 bytes each.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    unsafe fn tile<const R: usize>(
-        x: *const u8,
-        lda: usize,
-        w: *const i8,
-        blocks: usize,
-        c: *mut i32,
-        ldc: usize,
-    ) {
+    one_panel_kernel!("avx2", ROWS, [1, 2, 3], |row, xv, low, high| {
         let ones = _mm256_set1_epi16(1);
-        let mut sums = [[_mm256_setzero_si256(); 2]; R];
-        for b in 0..blocks {
-            let low = _mm256_loadu_si256(w.add(b * PANEL * 4).cast());
-            let high = _mm256_loadu_si256(w.add(b * PANEL * 4 + 32).cast());
-            for (i, row) in sums.iter_mut().enumerate() {
-                let xv = _mm256_set1_epi32(x.add(i * lda + b * 4).cast::<i32>().read_unaligned());
-                for (sum, &wv) in row.iter_mut().zip(&[low, high]) {
-                    // x * w, two per 16-bit lane (at most 2 * 255 * 63:
-                    // no saturation), then four per 32-bit lane.
-                    let pairs = _mm256_maddubs_epi16(xv, wv);
-                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
-                }
-            }
+        for (sum, &wv) in row.iter_mut().zip(&[low, high]) {
+            // x * w, two per 16-bit lane (at most 2 * 255 * 63: no
+            // saturation), then four per 32-bit lane.
+            let pairs = _mm256_maddubs_epi16(xv, wv);
+            *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(pairs, ones));
         }
-        for (i, row) in sums.iter().enumerate() {
-            _mm256_storeu_si256(c.add(i * ldc).cast(), row[0]);
-            _mm256_storeu_si256(c.add(i * ldc + 8).cast(), row[1]);
-        }
-    }
+    });
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -693,68 +712,15 @@ mod avxvnni {
     /// temporaries, unlike AVX2's three-instruction product).
     const ROWS: usize = 6;
 
-    /// As `portable_multiply`, with the 256-bit `vpdpbusd` on tiles of
-    /// `ROWS` rows by one panel.
-    ///
-    /// # Safety
-    /// The CPU must have AVX2 and AVX-VNNI; `qx` holds `rows * k4` bytes,
-    /// `packed` `panels * k4 * PANEL` and `acc` `rows * panels * PANEL`.
-    #[target_feature(enable = "avx2,avxvnni")]
-    pub(super) unsafe fn multiply(
-        qx: &[u8],
-        rows: usize,
-        k4: usize,
-        packed: &[i8],
-        panels: usize,
-        acc: &mut [i32],
-    ) {
-        // SAFETY: as this function's; `tile` writes at most `left` rows.
-        super::one_panel_tiles(
-            qx,
-            rows,
-            k4,
-            packed,
-            panels,
-            acc,
-            ROWS,
-            |left, x, w, blocks, c, ldc| match left {
-                1 => tile::<1>(x, k4, w, blocks, c, ldc),
-                2 => tile::<2>(x, k4, w, blocks, c, ldc),
-                3 => tile::<3>(x, k4, w, blocks, c, ldc),
-                4 => tile::<4>(x, k4, w, blocks, c, ldc),
-                5 => tile::<5>(x, k4, w, blocks, c, ldc),
-                _ => tile::<ROWS>(x, k4, w, blocks, c, ldc),
-            },
-        );
-    }
-
-    /// `R` rows of `x` (stride `lda`) times one panel of `w`, stored to `c`
-    /// (stride `ldc`): columns 0-7 and 8-15 in two registers, as in AVX2.
-    #[target_feature(enable = "avx2,avxvnni")]
-    #[inline]
-    unsafe fn tile<const R: usize>(
-        x: *const u8,
-        lda: usize,
-        w: *const i8,
-        blocks: usize,
-        c: *mut i32,
-        ldc: usize,
-    ) {
-        let mut sums = [[_mm256_setzero_si256(); 2]; R];
-        for b in 0..blocks {
-            let low = _mm256_loadu_si256(w.add(b * PANEL * 4).cast());
-            let high = _mm256_loadu_si256(w.add(b * PANEL * 4 + 32).cast());
-            for (i, row) in sums.iter_mut().enumerate() {
-                let xv = _mm256_set1_epi32(x.add(i * lda + b * 4).cast::<i32>().read_unaligned());
-                row[0] = _mm256_dpbusd_avx_epi32(row[0], xv, low);
-                row[1] = _mm256_dpbusd_avx_epi32(row[1], xv, high);
-            }
+    one_panel_kernel!(
+        "avx2,avxvnni",
+        ROWS,
+        [1, 2, 3, 4, 5],
+        |row, xv, low, high| {
+            row[0] = _mm256_dpbusd_avx_epi32(row[0], xv, low);
+            row[1] = _mm256_dpbusd_avx_epi32(row[1], xv, high);
         }
-        for (i, row) in sums.iter().enumerate() {
-            _mm256_storeu_si256(c.add(i * ldc).cast(), row[0]);
-            _mm256_storeu_si256(c.add(i * ldc + 8).cast(), row[1]);
-        }
-    }
+    );
 }
 
 #[cfg(test)]

@@ -1,0 +1,431 @@
+//! The lexical branch: BM25F over every segment, skipping dead chunks,
+//! with identifier stems and quoted phrases verified against the current
+//! text.
+//!
+//! Never: lets an unmatched phrase empty the list; scores more than
+//! `MAX_QUERY_TERMS` terms.
+
+use super::live::{chunk_text, normalize, TextSource};
+use super::{ChunkFilter, SearchOptions};
+use crate::index::Snapshot;
+use crate::lexical::{score_term, Accumulator, Query};
+use crate::rank::signals::stem;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// At most this many query terms take part in scoring.
+pub(super) const MAX_QUERY_TERMS: usize = 64;
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) struct Candidate {
+    pub(super) score: f32,
+    pub(super) chunk_id: u32,
+    /// Which query terms matched (bit per scored term), where known.
+    pub(super) matched: u64,
+}
+
+impl Eq for Candidate {}
+
+impl Ord for Candidate {
+    /// Better candidates compare greater: higher score, then lower id.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score
+            .total_cmp(&other.score)
+            .then(other.chunk_id.cmp(&self.chunk_id))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Keeps the `k` best candidates.
+pub(super) struct TopK {
+    pub(super) k: usize,
+    pub(super) heap: BinaryHeap<std::cmp::Reverse<Candidate>>,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k + 1),
+        }
+    }
+
+    fn push(&mut self, candidate: Candidate) {
+        if self.heap.len() < self.k {
+            self.heap.push(std::cmp::Reverse(candidate));
+        } else if let Some(worst) = self.heap.peek() {
+            if candidate > worst.0 {
+                self.heap.pop();
+                self.heap.push(std::cmp::Reverse(candidate));
+            }
+        }
+    }
+
+    /// The score a new candidate must beat to enter: minus infinity while
+    /// there is room, infinity when `k` is 0.
+    fn bar(&self) -> f32 {
+        if self.heap.len() < self.k {
+            return f32::NEG_INFINITY;
+        }
+        self.heap
+            .peek()
+            .map_or(f32::INFINITY, |worst| worst.0.score)
+    }
+
+    fn into_sorted(self) -> Vec<Candidate> {
+        let mut out: Vec<Candidate> = self.heap.into_iter().map(|r| r.0).collect();
+        out.sort_by(|a, b| b.cmp(a));
+        out
+    }
+}
+
+thread_local! {
+    static ACCUMULATOR: RefCell<Accumulator> = RefCell::new(Accumulator::default());
+}
+
+/// One lexical candidate.
+pub(super) struct LexicalHit {
+    pub(super) chunk_id: u32,
+    pub(super) phrase: bool,
+}
+
+/// The lexical branch's list, and how well its best candidate matches the
+/// query: the idf-weighted fraction of the query's terms (found anywhere
+/// in the index) that it holds, 0 for no candidate.
+#[derive(Default)]
+pub(super) struct LexicalList {
+    pub(super) hits: Vec<LexicalHit>,
+    pub(super) coverage: f32,
+}
+
+/// BM25F over every segment. Candidates whose current text holds every
+/// quoted phrase are flagged and come first; the rest follow in score
+/// order. Best first.
+pub(super) fn lexical_branch(
+    snapshot: &Snapshot,
+    query: &Query,
+    depth: usize,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+    filter: &ChunkFilter<'_>,
+) -> LexicalList {
+    let mut list = LexicalList::default();
+    if query.is_empty() {
+        return list;
+    }
+    // A long query (an issue text) can hold hundreds of words: score the
+    // MAX_QUERY_TERMS that weigh most (weight x idf); words found nowhere
+    // count for nothing.
+    let mut selected: Vec<usize> = (0..query.terms.len()).collect();
+    if selected.len() > MAX_QUERY_TERMS {
+        let worth: Vec<f32> = query
+            .terms
+            .iter()
+            .enumerate()
+            .map(|(i, term)| {
+                let df = global_df(snapshot, term);
+                if df == 0 {
+                    -1.0
+                } else {
+                    query.weight(i) * snapshot.stats.idf(df)
+                }
+            })
+            .collect();
+        selected.sort_by(|&a, &b| worth[b].total_cmp(&worth[a]).then(a.cmp(&b)));
+        selected.truncate(MAX_QUERY_TERMS);
+        selected.sort_unstable();
+    }
+    let bit_of: FxHashMap<usize, usize> = selected
+        .iter()
+        .enumerate()
+        .map(|(bit, &term)| (term, bit))
+        .collect();
+    let phrase_masks: Vec<u64> = query
+        .phrases
+        .iter()
+        .map(|p| {
+            p.term_idx
+                .iter()
+                .filter_map(|i| bit_of.get(i))
+                .fold(0u64, |mask, bit| mask | (1 << bit))
+        })
+        .collect();
+    let selected_terms: Vec<String> = selected.iter().map(|&i| query.terms[i].clone()).collect();
+    // The terms scored: the query's own, then (with stems on) words of the
+    // index that share a stem with a query word, each counting as that word.
+    let mut scored: Vec<ScoredTerm> = selected
+        .iter()
+        .enumerate()
+        .map(|(bit, &i)| ScoredTerm {
+            term: query.terms[i].clone(),
+            bit,
+            weight: query.weight(i),
+        })
+        .collect();
+    if options.signals.stems {
+        let in_phrase = phrase_masks.iter().fold(0u64, |all, m| all | m);
+        for bit in 0..selected_terms.len() {
+            if in_phrase & (1 << bit) == 0 {
+                let weight = scored[bit].weight;
+                scored.extend(
+                    stem_variants(snapshot, &selected_terms, bit)
+                        .into_iter()
+                        .map(|v| ScoredTerm {
+                            weight: v.weight * weight,
+                            ..v
+                        }),
+                );
+            }
+        }
+    }
+    // Global document frequency of each term, over all segments.
+    let ordinals: Vec<Vec<Option<usize>>> = snapshot
+        .segments
+        .iter()
+        .map(|s| {
+            scored
+                .iter()
+                .map(|t| s.lexical.term_ordinal(&t.term))
+                .collect()
+        })
+        .collect();
+    let mut df = vec![0u64; scored.len()];
+    for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
+        for (i, ord) in ords.iter().enumerate() {
+            if let Some(ord) = ord {
+                df[i] += u64::from(segment.lexical.df(*ord));
+            }
+        }
+    }
+    let bm25 = options.bm25.as_ref().unwrap_or(&snapshot.bm25);
+    // Evidence that the chunk's whole file matches (BM25 over the file's
+    // summed term frequencies), added to each chunk's own score.
+    let file_weight = options.signals.file_evidence;
+    let mut top = TopK::new(depth);
+    // Chunks holding every token of every phrase: checked for the exact
+    // phrase below.
+    let mut phrase_top = TopK::new(if phrase_masks.is_empty() {
+        0
+    } else {
+        options.max_phrase_checks.max(depth)
+    });
+    ACCUMULATOR.with(|acc| {
+        let mut acc = acc.borrow_mut();
+        for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
+            let group_of = |doc: u32| {
+                segment
+                    .key(doc as usize)
+                    .map_or(usize::MAX, |k| k.path_idx as usize)
+            };
+            let group_of = (file_weight > 0.0).then_some(&group_of);
+            let n_groups = if group_of.is_some() {
+                segment.paths.len()
+            } else {
+                0
+            };
+            acc.reset(segment.chunks.len(), n_groups);
+            for (i, ord) in ords.iter().enumerate() {
+                if let Some(ord) = ord {
+                    let idf = snapshot.stats.idf(df[i]) * scored[i].weight;
+                    score_term(
+                        &segment.lexical,
+                        *ord,
+                        scored[i].bit,
+                        idf,
+                        &snapshot.stats,
+                        bm25,
+                        &mut acc,
+                        group_of,
+                    );
+                }
+            }
+            // A document whose score plus the best file bonus cannot beat
+            // either list's bar is skipped before its key and liveness are
+            // read: most of a common word's documents.
+            let file_bonus = if file_weight > 0.0 {
+                file_weight * acc.max_group_score()
+            } else {
+                0.0
+            };
+            for &doc in &acc.touched {
+                let bound = acc.scores[doc as usize] + file_bonus;
+                if bound < top.bar() && bound < phrase_top.bar() {
+                    continue;
+                }
+                let Some(key) = segment.key(doc as usize) else {
+                    continue;
+                };
+                if !snapshot.is_live(key.chunk_id) || !filter.accepts_doc(segment, doc) {
+                    continue;
+                }
+                let mut score = acc.scores[doc as usize];
+                if file_weight > 0.0 {
+                    let file = acc.group_scores.get(key.path_idx as usize);
+                    score += file_weight * file.copied().unwrap_or(0.0);
+                }
+                let matched = acc.matched[doc as usize];
+                let candidate = Candidate {
+                    score,
+                    chunk_id: key.chunk_id,
+                    matched,
+                };
+                if !phrase_masks.is_empty() && phrase_masks.iter().all(|m| matched & m == *m) {
+                    phrase_top.push(candidate);
+                }
+                top.push(candidate);
+            }
+        }
+    });
+    let candidates = top.into_sorted();
+    // Each query term's weight x idf, by bit (stem variants share their
+    // word's bit and are not counted again).
+    let mut mass = [0.0f32; 64];
+    for (i, term) in scored.iter().enumerate().take(selected.len()) {
+        if df[i] > 0 && term.bit < 64 {
+            mass[term.bit] = term.weight * snapshot.stats.idf(df[i]);
+        }
+    }
+    let total: f32 = mass.iter().sum();
+    if let (Some(best), true) = (candidates.first(), total > 0.0) {
+        let held: f32 = (0..64)
+            .filter(|bit| best.matched & (1u64 << bit) != 0)
+            .map(|bit| mass[bit])
+            .sum();
+        list.coverage = held / total;
+    }
+    if query.phrases.is_empty() {
+        list.hits = candidates
+            .into_iter()
+            .map(|c| LexicalHit {
+                chunk_id: c.chunk_id,
+                phrase: false,
+            })
+            .collect();
+        return list;
+    }
+    // Chunks whose current text holds every phrase come first, in score
+    // order; then every other candidate, phrases counting as plain words.
+    // An unmatched phrase never empties the result.
+    let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
+    let verified: Vec<u32> = phrase_top
+        .into_sorted()
+        .into_iter()
+        .filter(|c| {
+            snapshot.chunk(c.chunk_id).is_some_and(|(seg, chunk)| {
+                text.text(seg.path_of(chunk)).is_some_and(|file| {
+                    let body = normalize(chunk_text(file, chunk));
+                    phrases.iter().all(|p| body.contains(p.as_str()))
+                })
+            })
+        })
+        .map(|c| c.chunk_id)
+        .collect();
+    let verified_set: rustc_hash::FxHashSet<u32> = verified.iter().copied().collect();
+    let mut hits: Vec<LexicalHit> = verified
+        .into_iter()
+        .map(|chunk_id| LexicalHit {
+            chunk_id,
+            phrase: true,
+        })
+        .collect();
+    hits.extend(
+        candidates
+            .into_iter()
+            .filter(|c| !verified_set.contains(&c.chunk_id))
+            .map(|c| LexicalHit {
+                chunk_id: c.chunk_id,
+                phrase: false,
+            }),
+    );
+    hits.truncate(depth);
+    list.hits = hits;
+    list
+}
+
+/// Documents holding `term`, over every segment.
+pub(super) fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
+    snapshot
+        .segments
+        .iter()
+        .filter_map(|s| {
+            s.lexical
+                .term_ordinal(term)
+                .map(|ord| u64::from(s.lexical.df(ord)))
+        })
+        .sum()
+}
+
+/// One term the lexical branch scores.
+pub(super) struct ScoredTerm {
+    pub(super) term: String,
+    /// The query word it stands for (its bit in the match mask).
+    pub(super) bit: usize,
+    /// Multiplies the term's idf.
+    pub(super) weight: f32,
+}
+
+/// How much a stem variant counts next to the word as typed.
+pub(super) const STEM_VARIANT_WEIGHT: f32 = 0.7;
+/// Most variants added per query word.
+pub(super) const MAX_STEM_VARIANTS: usize = 4;
+
+/// Index words sharing query word `bit`'s stem (`retries`, `retrying` for
+/// `retry`), not already query words.
+pub(super) fn stem_variants(snapshot: &Snapshot, terms: &[String], bit: usize) -> Vec<ScoredTerm> {
+    let word = &terms[bit];
+    if word.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    let root = stem(word);
+    let mut variants: Vec<String> = Vec::new();
+    for segment in &snapshot.segments {
+        let found = segment
+            .lexical
+            .terms_with_prefix(&root, MAX_STEM_VARIANTS, |t| {
+                t.len() <= root.len() + 4
+                    && t.bytes().all(|b| b.is_ascii_lowercase())
+                    && stem(t) == root
+            });
+        for term in found {
+            if !terms.contains(&term) && !variants.contains(&term) {
+                variants.push(term);
+            }
+        }
+    }
+    variants.sort();
+    variants.truncate(MAX_STEM_VARIANTS);
+    variants
+        .into_iter()
+        .map(|term| ScoredTerm {
+            term,
+            bit,
+            weight: STEM_VARIANT_WEIGHT,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_k_keeps_best_with_stable_ties() {
+        let mut top = TopK::new(2);
+        for (score, chunk_id) in [(1.0, 5), (3.0, 1), (3.0, 0), (2.0, 7)] {
+            top.push(Candidate {
+                score,
+                chunk_id,
+                matched: 0,
+            });
+        }
+        let ids: Vec<u32> = top.into_sorted().iter().map(|c| c.chunk_id).collect();
+        assert_eq!(ids, vec![0, 1]);
+    }
+}

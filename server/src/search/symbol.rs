@@ -1,0 +1,127 @@
+//! The symbol-name branch of a search, and `find_symbols` for
+//! `workspace/symbol`: name matches (exact, prefix, word, fuzzy) over every
+//! segment's name table.
+//!
+//! Never: returns a dead chunk.
+
+use super::ChunkFilter;
+use crate::chunk::ChunkKind;
+use crate::index::Snapshot;
+use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
+use serde::Serialize;
+
+/// The best `limit` symbol matches over every segment that `keep` accepts
+/// (live chunks only), best first.
+pub(super) fn symbol_matches(
+    snapshot: &Snapshot,
+    query: &SymbolQuery,
+    limit: usize,
+    keep: &dyn Fn(u32) -> bool,
+) -> Vec<SymbolMatch> {
+    if query.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let mut matches: Vec<SymbolMatch> = Vec::new();
+    for segment in &snapshot.segments {
+        segment.symbols.search(query, keep, limit, &mut matches);
+    }
+    merge_matches(&mut matches, limit);
+    matches
+}
+
+/// What the symbol branch found for an identifier query.
+#[derive(Default)]
+pub(super) struct SymbolBranch {
+    /// Ranked chunk ids for fusion (subsequence matches left out).
+    pub(super) ids: Vec<u32>,
+    /// Live definitions whose name or qualified name equals the query (case
+    /// and separator insensitive: `graphstore.lookup` names
+    /// `GraphStore::lookup`), for exact-name priority.
+    pub(super) exact: rustc_hash::FxHashSet<u32>,
+}
+
+pub(super) fn symbol_branch(
+    snapshot: &Snapshot,
+    query_text: &str,
+    depth: usize,
+    filter: &ChunkFilter<'_>,
+) -> SymbolBranch {
+    // Exact matches rank first, so one search deep enough for both suffices.
+    let keep = |id: u32| filter.accepts(id);
+    let matches = symbol_matches(
+        snapshot,
+        &SymbolQuery::parse(query_text, None),
+        depth.max(64),
+        &keep,
+    );
+    SymbolBranch {
+        // Subsequence matches of an identifier are mostly noise in a fused list.
+        ids: matches
+            .iter()
+            .filter(|m| m.tier != MatchTier::Subsequence)
+            .take(depth)
+            .map(|m| m.chunk_id)
+            .collect(),
+        exact: matches
+            .iter()
+            .filter(|m| m.tier == MatchTier::Exact)
+            .map(|m| m.chunk_id)
+            .collect(),
+    }
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SymbolHit {
+    pub path: String,
+    pub start_line: u32,
+    pub end_line: u32,
+    /// Where the name is written: 1-based line, UTF-16 column.
+    pub name_line: u32,
+    pub name_column: u32,
+    pub name: String,
+    pub qualified_name: String,
+    pub kind: &'static str,
+    pub language: &'static str,
+    pub tier: &'static str,
+}
+
+/// Fuzzy symbol-name lookup over every segment.
+pub fn find_symbols(
+    snapshot: &Snapshot,
+    query_text: &str,
+    kind: Option<ChunkKind>,
+    limit: usize,
+) -> Vec<SymbolHit> {
+    let query = SymbolQuery::parse(query_text, kind);
+    // Sequential on purpose: the global rayon pool is busy parsing during a
+    // big update (a branch switch), and a query queued behind that work
+    // stalled for seconds.
+    let is_live = |id: u32| snapshot.is_live(id);
+    symbol_matches(snapshot, &query, limit, &is_live)
+        .iter()
+        .filter_map(|m| {
+            let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
+            Some(SymbolHit {
+                path: segment.path_of(chunk).to_string(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                name_line: chunk.name_line,
+                name_column: chunk.name_column,
+                name: chunk.name.to_string(),
+                qualified_name: chunk.qualified_name.to_string(),
+                kind: chunk.kind.name(),
+                language: chunk.language.name(),
+                tier: tier_name(m.tier),
+            })
+        })
+        .collect()
+}
+
+pub(super) fn tier_name(tier: MatchTier) -> &'static str {
+    match tier {
+        MatchTier::Exact => "exact",
+        MatchTier::Prefix => "prefix",
+        MatchTier::WordBoundary => "word",
+        MatchTier::Subsequence => "fuzzy",
+    }
+}

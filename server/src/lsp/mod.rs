@@ -17,6 +17,8 @@
 mod framing;
 pub mod overlay;
 pub mod settings;
+#[cfg(unix)]
+mod stdio;
 
 use crate::chunk::{detect_language, ChunkKind};
 use crate::dense::{DenseConfig, DenseEngine, DenseTier};
@@ -82,13 +84,13 @@ pub async fn run_stdio(max_message: usize) -> Ended {
     let exit_seen = gate.exit_seen.clone();
     let exit = gate.exit.clone();
     let input = tokio::spawn(framing::pump_input(
-        tokio::io::stdin(),
+        stdin(),
         to_server,
         frames_tx.clone(),
         gate,
     ));
     tokio::spawn(framing::read_server(from_server, frames_tx));
-    let output = tokio::spawn(framing::write_output(frames_rx, tokio::io::stdout()));
+    let output = tokio::spawn(framing::write_output(frames_rx, stdout()));
     {
         let serve = Server::new(server_input, server_output, socket).serve(service);
         tokio::pin!(serve);
@@ -112,6 +114,28 @@ pub async fn run_stdio(max_message: usize) -> Ended {
     } else {
         Ended::Clean
     }
+}
+
+type Input = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+type Output = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
+
+/// fd 0: read on the runtime's threads where it is a pipe or socket
+/// (`stdio::PipeIo`), through tokio's blocking stdin otherwise.
+fn stdin() -> Input {
+    #[cfg(unix)]
+    if let Some(pipe) = stdio::PipeIo::stdin() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdin())
+}
+
+/// fd 1, as `stdin`.
+fn stdout() -> Output {
+    #[cfg(unix)]
+    if let Some(pipe) = stdio::PipeIo::stdout() {
+        return Box::new(pipe);
+    }
+    Box::new(tokio::io::stdout())
 }
 
 /// One workspace folder and its index.
@@ -1543,7 +1567,7 @@ impl LanguageServer for Backend {
         let limit = self.state.settings().max_symbols;
         let state = self.state.clone();
         let query = params.query;
-        let symbols = tokio::task::spawn_blocking(move || {
+        let job = move || {
             let mut out: Vec<(u8, SymbolInformation)> = Vec::new();
             for folder in state.folders() {
                 let Some(index) = folder.index() else {
@@ -1587,9 +1611,19 @@ impl LanguageServer for Backend {
             out.sort_by_key(|(tier, _)| *tier);
             out.truncate(limit);
             out.into_iter().map(|(_, s)| s).collect::<Vec<_>>()
-        })
-        .await
-        .map_err(|_| RpcError::internal_error())?;
+        };
+        // On this thread, handing the runtime's other tasks to another
+        // (`block_in_place`): a keystroke's answer then waits for no thread
+        // wake-up in between, where `spawn_blocking` added two.
+        let symbols = if tokio::runtime::Handle::current().runtime_flavor()
+            == tokio::runtime::RuntimeFlavor::MultiThread
+        {
+            tokio::task::block_in_place(job)
+        } else {
+            tokio::task::spawn_blocking(job)
+                .await
+                .map_err(|_| RpcError::internal_error())?
+        };
         Ok(Some(WorkspaceSymbolResponse::Flat(symbols)))
     }
 

@@ -5,7 +5,8 @@
 //! rounds, open files first).
 //!
 //! Owns: `in_background` (the one way an index job runs), progress
-//! reporting, and the order in which a folder's chunks get vectors.
+//! reporting, and which paths the embedding lane takes first (saved and
+//! open files).
 //! Never: blocks a request, or runs index work on the runtime's threads.
 
 use super::{Folder, State};

@@ -25,14 +25,14 @@ pub(super) type Progress =
 /// A background job that ended without a result: it panicked, or its
 /// thread could not start.
 #[derive(Debug)]
-pub(super) struct JobLost;
+struct JobLost;
 
 /// Runs an index job (walk, parse, merge, embed) on a thread of its own at
 /// background priority ([`crate::priority`]) and awaits it without blocking
 /// the runtime. Not `spawn_blocking`: a nice value cannot be raised back
 /// without privileges, and a pooled thread lowered for one job could later
 /// answer a `workspace/symbol` request at the lowered priority.
-pub(super) async fn in_background<T: Send + 'static>(
+async fn in_background<T: Send + 'static>(
     job: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, JobLost> {
     let (send, receive) = tokio::sync::oneshot::channel();
@@ -48,7 +48,7 @@ pub(super) async fn in_background<T: Send + 'static>(
 
 /// Reports `done`/`total` on `progress` every 200 ms while `job` runs in
 /// the background ([`in_background`]).
-pub(super) async fn with_progress<T: Send + 'static>(
+async fn with_progress<T: Send + 'static>(
     progress: Option<&Progress>,
     what: &'static str,
     counter: Arc<(AtomicU64, AtomicU64)>,
@@ -118,7 +118,7 @@ pub(super) async fn update_loop(state: Arc<State>) {
 }
 
 /// Opens (or re-walks) a folder's index with progress, then embeds.
-pub(super) async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
+async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
     let progress = state.progress("Quarry: indexing").await;
     let counter = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
     // Open the persistent index first: requests are answered from its last
@@ -200,7 +200,7 @@ pub(super) async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
 
 /// Reindexes changed files, then open buffers' unsaved text, then embeds
 /// what changed.
-pub(super) async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<PathBuf>) {
+async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<PathBuf>) {
     let Some(index) = folder.index() else {
         return;
     };
@@ -275,7 +275,7 @@ pub(super) async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, path
 
 /// Indexes the unsaved text of every dirty open buffer under the folder;
 /// returns their paths relative to the root.
-pub(super) async fn reapply_buffers(
+async fn reapply_buffers(
     state: &Arc<State>,
     folder: &Arc<Folder>,
     index: &Arc<Index>,
@@ -299,7 +299,7 @@ pub(super) async fn reapply_buffers(
 
 /// Asks the embedding lane to embed what `folder` lacks, `priority`
 /// paths first.
-pub(super) fn request_embedding(state: &State, folder: &Folder, priority: Vec<String>) {
+fn request_embedding(state: &State, folder: &Folder, priority: Vec<String>) {
     folder
         .embed_priority
         .lock()
@@ -309,7 +309,7 @@ pub(super) fn request_embedding(state: &State, folder: &Folder, priority: Vec<St
 }
 
 /// The engine, loading the model on first use (unless lexical-only).
-pub(super) async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
+async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
     let settings = state.settings();
     if settings.lexical_only {
         return None;
@@ -385,7 +385,7 @@ pub(super) async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> 
 pub(crate) const EMBED_ROUND: usize = 64;
 
 /// Chunks per round of the static tier (tens of milliseconds).
-pub(super) const STATIC_ROUND: usize = 2048;
+const STATIC_ROUND: usize = 2048;
 
 /// The embedding lane: a background task, separate from the update loop,
 /// that embeds what lacks a vector in every folder, in rounds, picking up
@@ -422,7 +422,7 @@ pub(super) async fn embed_loop(state: Arc<State>) {
 
 /// Embeds one folder's pending chunks in rounds until none is left, the
 /// model fails, or the server shuts down.
-pub(super) async fn embed_folder(
+async fn embed_folder(
     state: &Arc<State>,
     folder: &Arc<Folder>,
     index: &Arc<Index>,

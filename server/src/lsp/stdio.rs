@@ -11,8 +11,6 @@
 //! keep tokio's blocking stdio), or leaves `O_NONBLOCK` set on a stream
 //! after the server is done with it.
 
-#![cfg(unix)]
-
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
@@ -155,19 +153,14 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-    /// A pipe's two ends as `PipeIo`s, as if they were fd 0 and fd 1.
+    /// A pipe's two ends as `PipeIo`s, as if they were fd 0 and fd 1 (the
+    /// originals close when this returns; the `PipeIo`s hold duplicates).
     fn pipe() -> (PipeIo, PipeIo) {
-        let mut fds = [0; 2];
-        // SAFETY: pipe fills two descriptors; both are handed to `from_std`,
-        // which duplicates them, and closed here after.
-        unsafe {
-            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-            let reader = PipeIo::from_std(fds[0]).expect("a pipe is accepted");
-            let writer = PipeIo::from_std(fds[1]).expect("a pipe is accepted");
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-            (reader, writer)
-        }
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        (
+            PipeIo::from_std(reader.as_raw_fd()).expect("a pipe is accepted"),
+            PipeIo::from_std(writer.as_raw_fd()).expect("a pipe is accepted"),
+        )
     }
 
     #[tokio::test]
@@ -193,16 +186,13 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_restores_blocking_mode() {
-        let mut fds = [0; 2];
-        // SAFETY: see `pipe`.
-        unsafe {
-            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-            let io = PipeIo::from_std(fds[0]).expect("a pipe is accepted");
-            assert_ne!(libc::fcntl(fds[0], libc::F_GETFL) & libc::O_NONBLOCK, 0);
-            drop(io);
-            assert_eq!(libc::fcntl(fds[0], libc::F_GETFL) & libc::O_NONBLOCK, 0);
-            libc::close(fds[0]);
-            libc::close(fds[1]);
-        }
+        let (reader, _writer) = std::io::pipe().expect("pipe");
+        // SAFETY: F_GETFL on a descriptor `reader` keeps open.
+        let nonblocking =
+            || unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_GETFL) } & libc::O_NONBLOCK;
+        let io = PipeIo::from_std(reader.as_raw_fd()).expect("a pipe is accepted");
+        assert_ne!(nonblocking(), 0);
+        drop(io);
+        assert_eq!(nonblocking(), 0);
     }
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// With a filter that leaves at most this many chunks, the dense branch
 /// scores them all exactly when the graph search comes back short.
-pub(super) const EXACT_DENSE_MAX: usize = 20_000;
+const EXACT_DENSE_MAX: usize = 20_000;
 
 pub(super) fn dense_branch(
     snapshot: &Snapshot,

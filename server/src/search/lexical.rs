@@ -16,14 +16,14 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// At most this many query terms take part in scoring.
-pub(super) const MAX_QUERY_TERMS: usize = 64;
+const MAX_QUERY_TERMS: usize = 64;
 
 #[derive(Clone, Copy, PartialEq)]
-pub(super) struct Candidate {
-    pub(super) score: f32,
-    pub(super) chunk_id: u32,
+struct Candidate {
+    score: f32,
+    chunk_id: u32,
     /// Which query terms matched (bit per scored term), where known.
-    pub(super) matched: u64,
+    matched: u64,
 }
 
 impl Eq for Candidate {}
@@ -44,9 +44,9 @@ impl PartialOrd for Candidate {
 }
 
 /// Keeps the `k` best candidates.
-pub(super) struct TopK {
-    pub(super) k: usize,
-    pub(super) heap: BinaryHeap<std::cmp::Reverse<Candidate>>,
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<std::cmp::Reverse<Candidate>>,
 }
 
 impl TopK {
@@ -350,7 +350,7 @@ pub(super) fn lexical_branch(
 }
 
 /// Documents holding `term`, over every segment.
-pub(super) fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
+fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
     snapshot
         .segments
         .iter()
@@ -363,22 +363,22 @@ pub(super) fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
 }
 
 /// One term the lexical branch scores.
-pub(super) struct ScoredTerm {
-    pub(super) term: String,
+struct ScoredTerm {
+    term: String,
     /// The query word it stands for (its bit in the match mask).
-    pub(super) bit: usize,
+    bit: usize,
     /// Multiplies the term's idf.
-    pub(super) weight: f32,
+    weight: f32,
 }
 
 /// How much a stem variant counts next to the word as typed.
-pub(super) const STEM_VARIANT_WEIGHT: f32 = 0.7;
+const STEM_VARIANT_WEIGHT: f32 = 0.7;
 /// Most variants added per query word.
-pub(super) const MAX_STEM_VARIANTS: usize = 4;
+const MAX_STEM_VARIANTS: usize = 4;
 
 /// Index words sharing query word `bit`'s stem (`retries`, `retrying` for
 /// `retry`), not already query words.
-pub(super) fn stem_variants(snapshot: &Snapshot, terms: &[String], bit: usize) -> Vec<ScoredTerm> {
+fn stem_variants(snapshot: &Snapshot, terms: &[String], bit: usize) -> Vec<ScoredTerm> {
     let word = &terms[bit];
     if word.len() < 4 || !word.bytes().all(|b| b.is_ascii_lowercase()) {
         return Vec::new();

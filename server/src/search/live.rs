@@ -20,8 +20,8 @@ pub trait TextSource {
 
 /// Reads files under a root, each at most once per search.
 pub struct DiskText {
-    pub(super) root: PathBuf,
-    pub(super) cache: FxHashMap<String, Option<String>>,
+    root: PathBuf,
+    cache: FxHashMap<String, Option<String>>,
 }
 
 impl DiskText {

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 /// The best `limit` symbol matches over every segment that `keep` accepts
 /// (live chunks only), best first.
-pub(super) fn symbol_matches(
+fn symbol_matches(
     snapshot: &Snapshot,
     query: &SymbolQuery,
     limit: usize,
@@ -117,7 +117,7 @@ pub fn find_symbols(
         .collect()
 }
 
-pub(super) fn tier_name(tier: MatchTier) -> &'static str {
+fn tier_name(tier: MatchTier) -> &'static str {
     match tier {
         MatchTier::Exact => "exact",
         MatchTier::Prefix => "prefix",

@@ -377,6 +377,18 @@ impl LexicalSegment {
         }
     }
 
+    /// At most how many bytes [`LexicalSegment::write_to`] writes.
+    pub fn encoded_len_bound(&self) -> usize {
+        let blobs = [
+            self.terms.as_fst().as_bytes().len(),
+            self.table.len(),
+            self.postings.len(),
+            self.lens.len(),
+        ];
+        // Each blob is prefixed by its length, a varint of at most 10 bytes.
+        blobs.iter().map(|len| len + 10).sum()
+    }
+
     pub fn write_to(&self, w: &mut Writer) {
         w.bytes(self.terms.as_fst().as_bytes());
         w.bytes(&self.table);

@@ -820,25 +820,22 @@ mod generic {
                     for row in [&mut scores, &mut scores_b, &mut scores_c, &mut scores_d] {
                         softmax_in_place::<FMA>(&mut row[..len]);
                     }
-                    fn context(row: &mut [f32], at: usize, dim: usize) -> &mut [f32] {
-                        &mut row[at..][..dim]
-                    }
-                    let at = h * head_dim;
+                    let head = h * head_dim..(h + 1) * head_dim;
                     super::avx512::context2(
                         &scores[..len],
                         &scores_b[..len],
                         &values,
                         dim_p,
-                        context(first, at, head_dim),
-                        context(second, at, head_dim),
+                        &mut first[head.clone()],
+                        &mut second[head.clone()],
                     );
                     super::avx512::context2(
                         &scores_c[..len],
                         &scores_d[..len],
                         &values,
                         dim_p,
-                        context(third, at, head_dim),
-                        context(fourth, at, head_dim),
+                        &mut third[head.clone()],
+                        &mut fourth[head],
                     );
                 }
             }

@@ -318,14 +318,9 @@ pub fn frame(magic: &[u8; 4], version: u32, payload: &[u8]) -> Vec<u8> {
 
 /// Frames `payload` as `magic | version | payload | sum(magic..payload)`.
 pub fn frame_with(sum: Checksum, magic: &[u8; 4], version: u32, payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(payload.len() + 8 + sum.len());
-    out.extend_from_slice(magic);
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(payload);
-    let mut trailer = Vec::with_capacity(sum.len());
-    sum.compute(&out, &mut trailer);
-    out.extend_from_slice(&trailer);
-    out
+    let mut w = Writer::framed(magic, version, payload.len());
+    w.buf.extend_from_slice(payload);
+    w.into_framed(sum)
 }
 
 /// Checks a file framed by [`frame`] and returns its payload.
@@ -388,8 +383,9 @@ mod tests {
         assert_eq!(get_varint(&buf, &mut pos), None);
     }
 
-    /// A frame written in place is the same bytes as one framed after,
-    /// whatever the capacity guessed, and unframes to its payload.
+    /// A frame written in place is `magic | version | payload |
+    /// sum(magic..payload)`, whatever the capacity guessed, the same bytes
+    /// `frame_with` gives, and unframes to its payload.
     #[test]
     fn a_frame_written_in_place_equals_a_framed_payload() {
         for sum in [Checksum::Crc32, Checksum::Blake3] {
@@ -401,6 +397,15 @@ mod tests {
                 payload.str("GraphStore::lookup");
                 payload.u64(42);
                 let bytes = w.into_framed(sum);
+                let mut want = b"TEST".to_vec();
+                want.extend_from_slice(&7u32.to_le_bytes());
+                want.extend_from_slice(&payload.buf);
+                let check: Vec<u8> = match sum {
+                    Checksum::Crc32 => crc32fast::hash(&want).to_le_bytes().to_vec(),
+                    Checksum::Blake3 => blake3::hash(&want).as_bytes().to_vec(),
+                };
+                want.extend_from_slice(&check);
+                assert_eq!(bytes, want);
                 assert_eq!(bytes, frame_with(sum, b"TEST", 7, &payload.buf));
                 let got = unframe_with(sum, &bytes, b"TEST", "test", 7).expect("valid");
                 assert_eq!(got, &payload.buf[..]);

@@ -117,6 +117,14 @@ pub(super) async fn update_loop(state: Arc<State>) {
     }
 }
 
+/// A background step failed: the folder's status (`quarry/status`) keeps
+/// `error`, and the client's log gets it after `context`.
+async fn report_error(state: &State, folder: &Folder, context: &str, error: String) {
+    let message = format!("{context}: {error}");
+    folder.set_error(Some(error));
+    state.log(MessageType::ERROR, message).await;
+}
+
 /// Opens (or re-walks) a folder's index with progress, then embeds.
 async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
     let progress = state.progress("Quarry: indexing").await;
@@ -138,13 +146,8 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
                 *folder.index.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(index));
             }
             Ok(Err(e)) => {
-                folder.set_error(Some(e.to_string()));
-                state
-                    .log(
-                        MessageType::ERROR,
-                        format!("opening the index of {}: {e}", folder.root.display()),
-                    )
-                    .await;
+                let context = format!("opening the index of {}", folder.root.display());
+                report_error(state, folder, &context, e.to_string()).await;
                 if let Some(progress) = progress {
                     progress.finish_with_message(format!("failed: {e}")).await;
                 }
@@ -183,13 +186,8 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
             request_embedding(state, folder, Vec::new());
         }
         Some(Err(e)) => {
-            folder.set_error(Some(e.clone()));
-            state
-                .log(
-                    MessageType::ERROR,
-                    format!("indexing {}: {e}", folder.root.display()),
-                )
-                .await;
+            let context = format!("indexing {}", folder.root.display());
+            report_error(state, folder, &context, e).await;
         }
         None => folder.set_error(Some("indexing stopped unexpectedly".into())),
     }
@@ -210,12 +208,7 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
         let result = in_background(move || job_index.update_paths(&job_paths)).await;
         match result {
             Ok(Ok(_)) => folder.set_error(None),
-            Ok(Err(e)) => {
-                folder.set_error(Some(e.to_string()));
-                state
-                    .log(MessageType::ERROR, format!("updating the index: {e}"))
-                    .await;
-            }
+            Ok(Err(e)) => report_error(state, folder, "updating the index", e.to_string()).await,
             Err(_) => folder.set_error(Some("index update stopped unexpectedly".into())),
         }
     }
@@ -496,10 +489,7 @@ async fn embed_folder(
                 }
             }
             Some(Err(e)) => {
-                folder.set_error(Some(e.to_string()));
-                state
-                    .log(MessageType::ERROR, format!("embedding: {e}"))
-                    .await;
+                report_error(state, folder, "embedding", e.to_string()).await;
                 break;
             }
             None => break,

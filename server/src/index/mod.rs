@@ -1020,7 +1020,12 @@ impl Index {
         let next = AtomicUsize::new(0);
         let done = AtomicU64::new(0);
         let total = changed.len() as u64;
-        let work = || self.build_worker(state, changed, buffers, &next, &done, total, progress);
+        let share = total_bytes / n_workers as u64;
+        let work = || {
+            self.build_worker(
+                state, changed, buffers, share, &next, &done, total, progress,
+            )
+        };
         let results: Vec<(SegmentBuilder, UpdateStats)> = if n_workers == 1 {
             vec![work()]
         } else {
@@ -1045,12 +1050,13 @@ impl Index {
         state: &WriterState,
         entries: &[WalkEntry],
         buffers: &Buffers,
+        source_bytes: u64,
         next: &AtomicUsize,
         done: &AtomicU64,
         total: u64,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> (SegmentBuilder, UpdateStats) {
-        let mut builder = SegmentBuilder::new();
+        let mut builder = SegmentBuilder::for_source_bytes(source_bytes);
         let mut stats = UpdateStats::default();
         while let Some(entry) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
             let previous = state.files.get(&entry.rel_path);

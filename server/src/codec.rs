@@ -5,7 +5,8 @@
 //!
 //! Invariant: decoding never panics and never allocates more than the input
 //! can justify; every inconsistency is a `FormatError`.
-//! Never: file-system access (callers read and write the bytes).
+//! Never: opens a file (callers read the bytes, or hand a [`FrameWriter`]
+//! the sink they write to).
 
 use thiserror::Error;
 
@@ -32,28 +33,6 @@ pub struct Writer {
 impl Writer {
     pub fn new() -> Writer {
         Writer { buf: Vec::new() }
-    }
-
-    /// A writer whose buffer already holds a frame's header (`magic |
-    /// version`) and room for about `capacity` more bytes; the payload is
-    /// written after it and [`Writer::into_framed`] ends the frame. Gives
-    /// the bytes of [`frame_with`] without copying the payload into a
-    /// second buffer, which for a segment of tens of megabytes cost as much
-    /// as encoding it (a copy into freshly faulted memory).
-    pub fn framed(magic: &[u8; 4], version: u32, capacity: usize) -> Writer {
-        let mut buf = Vec::with_capacity(capacity.saturating_add(8 + 32));
-        buf.extend_from_slice(magic);
-        buf.extend_from_slice(&version.to_le_bytes());
-        Writer { buf }
-    }
-
-    /// Ends a frame begun by [`Writer::framed`]: appends `sum` of
-    /// everything written (header and payload) and returns the bytes.
-    pub fn into_framed(mut self, sum: Checksum) -> Vec<u8> {
-        let mut trailer = Vec::with_capacity(sum.len());
-        sum.compute(&self.buf, &mut trailer);
-        self.buf.extend_from_slice(&trailer);
-        self.buf
     }
 
     pub fn u8(&mut self, value: u8) {
@@ -83,6 +62,106 @@ impl Writer {
 
     pub fn str(&mut self, value: &str) {
         self.bytes(value.as_bytes());
+    }
+}
+
+/// Bytes a [`FrameWriter`] gathers before it hands them to its sink.
+const SPILL_BYTES: usize = 1 << 20;
+
+/// Writes a frame, `magic | version | payload | sum(magic..payload)`,
+/// into a sink as it is encoded: values gather in `w`, a small buffer
+/// that goes out whenever [`FrameWriter::spill`] finds it over 1 MB, and
+/// large blobs go straight out. A segment of tens of megabytes used to be
+/// encoded whole into memory the process had never touched, and on a VM
+/// faulting that memory in was as costly as the encoding. The one place
+/// the frame layout is written: [`frame_with`] is this over a `Vec`.
+pub struct FrameWriter<'s> {
+    /// Where values are encoded; call [`FrameWriter::spill`] between
+    /// records.
+    pub w: Writer,
+    sink: &'s mut dyn std::io::Write,
+    sum: RunningSum,
+}
+
+enum RunningSum {
+    Blake3(Box<blake3::Hasher>),
+    Crc32(crc32fast::Hasher),
+}
+
+impl RunningSum {
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            RunningSum::Blake3(h) => {
+                h.update(bytes);
+            }
+            RunningSum::Crc32(h) => h.update(bytes),
+        }
+    }
+
+    fn finish(self) -> Vec<u8> {
+        match self {
+            RunningSum::Blake3(h) => h.finalize().as_bytes().to_vec(),
+            RunningSum::Crc32(h) => h.finalize().to_le_bytes().to_vec(),
+        }
+    }
+}
+
+impl<'s> FrameWriter<'s> {
+    /// Begins a frame: its header is the first thing written.
+    pub fn new(
+        sink: &'s mut dyn std::io::Write,
+        sum: Checksum,
+        magic: &[u8; 4],
+        version: u32,
+    ) -> FrameWriter<'s> {
+        let mut w = Writer::new();
+        w.buf.extend_from_slice(magic);
+        w.buf.extend_from_slice(&version.to_le_bytes());
+        let sum = match sum {
+            Checksum::Blake3 => RunningSum::Blake3(Box::default()),
+            Checksum::Crc32 => RunningSum::Crc32(crc32fast::Hasher::new()),
+        };
+        FrameWriter { w, sink, sum }
+    }
+
+    /// Hands what `w` holds to the sink once it passes 1 MB.
+    pub fn spill(&mut self) -> std::io::Result<()> {
+        if self.w.buf.len() >= SPILL_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.sum.update(&self.w.buf);
+        self.sink.write_all(&self.w.buf)?;
+        self.w.buf.clear();
+        Ok(())
+    }
+
+    /// `value` unprefixed; written from where it lies if large.
+    pub fn raw(&mut self, value: &[u8]) -> std::io::Result<()> {
+        if value.len() < SPILL_BYTES {
+            self.w.buf.extend_from_slice(value);
+            return self.spill();
+        }
+        self.flush()?;
+        self.sum.update(value);
+        self.sink.write_all(value)
+    }
+
+    /// As [`Writer::bytes`]: `value` prefixed by its length.
+    pub fn bytes(&mut self, value: &[u8]) -> std::io::Result<()> {
+        self.w.varint(value.len() as u64);
+        self.raw(value)
+    }
+
+    /// Writes what is left and the checksum; the frame is complete once
+    /// this returns `Ok`.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.flush()?;
+        let trailer = self.sum.finish();
+        self.sink.write_all(&trailer)
     }
 }
 
@@ -318,9 +397,12 @@ pub fn frame(magic: &[u8; 4], version: u32, payload: &[u8]) -> Vec<u8> {
 
 /// Frames `payload` as `magic | version | payload | sum(magic..payload)`.
 pub fn frame_with(sum: Checksum, magic: &[u8; 4], version: u32, payload: &[u8]) -> Vec<u8> {
-    let mut w = Writer::framed(magic, version, payload.len());
-    w.buf.extend_from_slice(payload);
-    w.into_framed(sum)
+    let mut out = Vec::with_capacity(payload.len() + 8 + sum.len());
+    let mut frame = FrameWriter::new(&mut out, sum, magic, version);
+    // Writing into a `Vec` cannot fail.
+    let written = frame.raw(payload).and_then(|()| frame.finish());
+    debug_assert!(written.is_ok());
+    out
 }
 
 /// Checks a file framed by [`frame`] and returns its payload.
@@ -383,20 +465,35 @@ mod tests {
         assert_eq!(get_varint(&buf, &mut pos), None);
     }
 
-    /// A frame written in place is `magic | version | payload |
-    /// sum(magic..payload)`, whatever the capacity guessed, the same bytes
+    /// A frame written through a `FrameWriter` is `magic | version |
+    /// payload | sum(magic..payload)`, whether its values gathered in the
+    /// buffer or a blob went straight to the sink, the same bytes
     /// `frame_with` gives, and unframes to its payload.
     #[test]
-    fn a_frame_written_in_place_equals_a_framed_payload() {
+    fn a_streamed_frame_equals_a_framed_payload() {
+        let big: Vec<u8> = (0..SPILL_BYTES + 3).map(|i| (i % 251) as u8).collect();
+        let many: Vec<String> = (0..40_000)
+            .map(|i| format!("GraphStore::lookup{i}"))
+            .collect();
         for sum in [Checksum::Crc32, Checksum::Blake3] {
-            for capacity in [0, 3, 1 << 12] {
-                let mut w = Writer::framed(b"TEST", 7, capacity);
-                w.str("GraphStore::lookup");
-                w.u64(42);
+            for blob in [&b"postings"[..], &big] {
                 let mut payload = Writer::new();
                 payload.str("GraphStore::lookup");
                 payload.u64(42);
-                let bytes = w.into_framed(sum);
+                payload.bytes(blob);
+                for name in &many {
+                    payload.str(name);
+                }
+                let mut bytes = Vec::new();
+                let mut frame = FrameWriter::new(&mut bytes, sum, b"TEST", 7);
+                frame.w.str("GraphStore::lookup");
+                frame.w.u64(42);
+                frame.bytes(blob).expect("in memory");
+                for name in &many {
+                    frame.w.str(name);
+                    frame.spill().expect("in memory");
+                }
+                frame.finish().expect("in memory");
                 let mut want = b"TEST".to_vec();
                 want.extend_from_slice(&7u32.to_le_bytes());
                 want.extend_from_slice(&payload.buf);
@@ -405,12 +502,31 @@ mod tests {
                     Checksum::Blake3 => blake3::hash(&want).as_bytes().to_vec(),
                 };
                 want.extend_from_slice(&check);
-                assert_eq!(bytes, want);
-                assert_eq!(bytes, frame_with(sum, b"TEST", 7, &payload.buf));
+                assert!(bytes == want, "{sum:?}, blob of {}", blob.len());
+                assert!(bytes == frame_with(sum, b"TEST", 7, &payload.buf));
                 let got = unframe_with(sum, &bytes, b"TEST", "test", 7).expect("valid");
-                assert_eq!(got, &payload.buf[..]);
+                assert!(got == &payload.buf[..]);
             }
         }
+    }
+
+    /// A sink that fails ends the frame with its error.
+    #[test]
+    fn a_failing_sink_fails_the_frame() {
+        struct Full;
+        impl std::io::Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut sink = Full;
+        let mut frame = FrameWriter::new(&mut sink, Checksum::Crc32, b"TEST", 7);
+        frame.w.str("small");
+        let err = frame.finish().expect_err("nothing can be written");
+        assert_eq!(err.to_string(), "disk full");
     }
 
     #[test]

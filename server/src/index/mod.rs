@@ -992,7 +992,7 @@ impl Index {
 
     fn write_segment(&self, segment: &Segment) -> Result<(), IndexError> {
         let name = Segment::file_name(segment.id);
-        store::write_atomic(&self.cache_dir, &name, &segment.to_bytes())
+        store::write_atomic_with(&self.cache_dir, &name, &mut |file| segment.write(file))
             .map_err(io_err(&self.cache_dir.join(name)))
     }
 

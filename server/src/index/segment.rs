@@ -10,7 +10,7 @@
 //! Never: decide liveness (the index owns that), read source files.
 
 use crate::chunk::{Chunk, ChunkKind, Language};
-use crate::codec::{unframe_with, Checksum, FormatError, Reader, Text, Writer};
+use crate::codec::{unframe_with, Checksum, FormatError, FrameWriter, Reader, Text};
 use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
 use crate::symbols::{SymbolRecord, SymbolTable};
 use bytes::Bytes;
@@ -165,50 +165,34 @@ impl Segment {
         format!("seg-{id:016x}.qseg")
     }
 
+    /// The segment file's bytes (tests and tools; the index streams them
+    /// to the file with [`Segment::write`]).
     pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing into a `Vec` cannot fail.
+        let written = self.write(&mut out);
+        debug_assert!(written.is_ok());
+        out
+    }
+
+    /// Encodes the segment file into `sink` as it goes, never holding it
+    /// whole (two files of 85 MB on the cargo registry, which used to be
+    /// encoded into fresh memory and then written).
+    pub fn write(&self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
         let mut symbols = Vec::new();
         self.symbols.write_to(&mut symbols);
-        // Room for everything up front: a growing buffer of this size was
-        // copied at every doubling into freshly faulted memory (on the
-        // cargo registry, two segments of 85 MB; page clearing and those
-        // copies were a tenth of a cold index's time).
-        let varint = 10;
-        let strings = |c: &ChunkRecord| {
-            c.name.len()
-                + c.qualified_name.len()
-                + c.container.as_deref().map_or(0, str::len)
-                + c.signature.len()
-        };
-        let capacity = 16
-            + self.paths.iter().map(|p| p.len() + varint).sum::<usize>()
-            + self
-                .chunks
-                .iter()
-                .map(|c| strings(c) + 12 * varint)
-                .sum::<usize>()
-            + self
-                .rows
-                .iter()
-                .map(|row| {
-                    let ids = match &row.state {
-                        FileState::Indexed { chunk_ids, .. } => chunk_ids.len(),
-                        _ => 0,
-                    };
-                    row.path.len() + row.hash.len() + (ids + 6) * varint
-                })
-                .sum::<usize>()
-            + self.lexical.encoded_len_bound()
-            + symbols.len()
-            + varint;
-        let mut w = Writer::framed(SEGMENT_MAGIC, SEGMENT_VERSION, capacity);
+        let mut out = FrameWriter::new(sink, Checksum::Crc32, SEGMENT_MAGIC, SEGMENT_VERSION);
+        let w = &mut out.w;
         w.u64(self.id);
         w.varint(self.paths.len() as u64);
         for path in &self.paths {
-            w.str(path);
+            out.w.str(path);
+            out.spill()?;
         }
-        w.varint(self.chunks.len() as u64);
+        out.w.varint(self.chunks.len() as u64);
         let mut prev_id = 0u32;
         for chunk in &self.chunks {
+            let w = &mut out.w;
             w.varint(u64::from(chunk.chunk_id - prev_id));
             prev_id = chunk.chunk_id;
             w.varint(u64::from(chunk.path_idx));
@@ -224,9 +208,11 @@ impl Segment {
             w.varint(u64::from(chunk.name_line.saturating_sub(chunk.start_line)));
             w.varint(u64::from(chunk.name_column));
             w.str(&chunk.signature);
+            out.spill()?;
         }
-        w.varint(self.rows.len() as u64);
+        out.w.varint(self.rows.len() as u64);
         for row in &self.rows {
+            let w = &mut out.w;
             w.str(&row.path);
             w.varint(row.size);
             w.u64(row.mtime_ns);
@@ -250,10 +236,11 @@ impl Segment {
                 }
                 FileState::Deleted => w.u8(2),
             }
+            out.spill()?;
         }
-        self.lexical.write_to(&mut w);
-        w.bytes(&symbols);
-        w.into_framed(Checksum::Crc32)
+        self.lexical.write_to(&mut out)?;
+        out.bytes(&symbols)?;
+        out.finish()
     }
 
     /// Decodes a segment file. The postings are views of `bytes` (usually

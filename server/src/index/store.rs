@@ -99,6 +99,16 @@ pub fn default_cache_dir(root: &Path) -> PathBuf {
 
 /// Writes `bytes` to `dir/name` atomically: temp file, fsync, rename, fsync dir.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(dir, name, &mut |file| file.write_all(bytes))
+}
+
+/// As [`write_atomic`], with the contents written by `write` (which may
+/// encode them as it goes) instead of given whole.
+pub fn write_atomic_with(
+    dir: &Path,
+    name: &str,
+    write: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = dir.join(format!(
         "{name}.tmp-{}-{}",
         std::process::id(),
@@ -106,7 +116,7 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     ));
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
+        write(&mut file)?;
         file.sync_all()?;
         drop(file);
         fs::rename(&tmp, dir.join(name))?;

@@ -12,7 +12,7 @@
 pub mod query;
 pub mod tokenize;
 
-use crate::codec::{get_varint, put_varint, share, FormatError, Reader, Writer};
+use crate::codec::{get_varint, put_varint, share, FormatError, FrameWriter, Reader};
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
 
@@ -377,23 +377,13 @@ impl LexicalSegment {
         }
     }
 
-    /// At most how many bytes [`LexicalSegment::write_to`] writes.
-    pub fn encoded_len_bound(&self) -> usize {
-        let blobs = [
-            self.terms.as_fst().as_bytes().len(),
-            self.table.len(),
-            self.postings.len(),
-            self.lens.len(),
-        ];
-        // Each blob is prefixed by its length, a varint of at most 10 bytes.
-        blobs.iter().map(|len| len + 10).sum()
-    }
-
-    pub fn write_to(&self, w: &mut Writer) {
-        w.bytes(self.terms.as_fst().as_bytes());
-        w.bytes(&self.table);
-        w.bytes(&self.postings);
-        w.bytes(&self.lens);
+    /// Writes the four blobs into a segment's frame, each from where it
+    /// lies.
+    pub fn write_to(&self, out: &mut FrameWriter<'_>) -> std::io::Result<()> {
+        out.bytes(self.terms.as_fst().as_bytes())?;
+        out.bytes(&self.table)?;
+        out.bytes(&self.postings)?;
+        out.bytes(&self.lens)
     }
 
     /// Reads what [`LexicalSegment::write_to`] wrote. `r` reads from inside
@@ -734,12 +724,22 @@ mod tests {
         assert_eq!(search(&segment, "GraphStore")[0], 1);
     }
 
+    /// What `write_to` puts in a frame: the payload of a frame holding
+    /// only this segment.
+    fn encoded(segment: &LexicalSegment) -> Bytes {
+        use crate::codec::{unframe_with, Checksum};
+        let mut out = Vec::new();
+        let mut frame = FrameWriter::new(&mut out, Checksum::Crc32, b"TEST", 1);
+        segment.write_to(&mut frame).expect("in memory");
+        frame.finish().expect("in memory");
+        let payload = unframe_with(Checksum::Crc32, &out, b"TEST", "test", 1).expect("framed");
+        Bytes::copy_from_slice(payload)
+    }
+
     #[test]
     fn postings_round_trip_through_bytes() {
         let segment = build(&[("alpha", "beta gamma"), ("beta", "beta beta delta")]);
-        let mut w = Writer::new();
-        segment.write_to(&mut w);
-        let base = Bytes::from(w.buf);
+        let base = encoded(&segment);
         let mut r = Reader::new(&base);
         let loaded = LexicalSegment::read_from(&mut r, &base).expect("round trip");
         assert_eq!(loaded.n_docs(), 2);
@@ -762,9 +762,7 @@ mod tests {
     #[test]
     fn corrupt_bytes_are_an_error_not_a_panic() {
         let segment = build(&[("alpha", "beta")]);
-        let mut w = Writer::new();
-        segment.write_to(&mut w);
-        let base = Bytes::from(w.buf);
+        let base = encoded(&segment);
         for cut in 0..base.len() {
             let mut r = Reader::new(&base[..cut]);
             assert!(LexicalSegment::read_from(&mut r, &base).is_err());

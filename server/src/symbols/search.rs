@@ -62,17 +62,48 @@ impl SymbolTable {
         limit: usize,
         out: &mut Vec<SymbolMatch>,
     ) {
-        self.search_with(query, is_live, limit, DIRECT_MAX, out);
+        self.search_above(query, is_live, limit, None, out);
+    }
+
+    /// [`SymbolTable::search`] for one table of several: only matches that
+    /// rank at least as high as `floor` (a tier and score, typically the
+    /// `limit`-th best match of the tables searched before) are appended,
+    /// since no other can enter the merged results. Exact like `search`:
+    /// merging these answers gives what merging unbounded ones gives, but a
+    /// table whose names cannot beat the floor is left at the first check
+    /// instead of scanned.
+    pub fn search_above(
+        &self,
+        query: &SymbolQuery,
+        is_live: &dyn Fn(u32) -> bool,
+        limit: usize,
+        floor: Option<(MatchTier, f32)>,
+        out: &mut Vec<SymbolMatch>,
+    ) {
+        self.search_inner(query, is_live, limit, DIRECT_MAX, floor, out);
     }
 
     /// [`SymbolTable::search`] with the direct-evaluation threshold for
     /// qualified queries as a parameter, so tests can force either path.
+    #[cfg(test)]
     pub(super) fn search_with(
         &self,
         query: &SymbolQuery,
         is_live: &dyn Fn(u32) -> bool,
         limit: usize,
         direct_max: usize,
+        out: &mut Vec<SymbolMatch>,
+    ) {
+        self.search_inner(query, is_live, limit, direct_max, None, out);
+    }
+
+    fn search_inner(
+        &self,
+        query: &SymbolQuery,
+        is_live: &dyn Fn(u32) -> bool,
+        limit: usize,
+        direct_max: usize,
+        floor: Option<(MatchTier, f32)>,
         out: &mut Vec<SymbolMatch>,
     ) {
         if limit == 0 || query.is_empty() || self.is_empty() {
@@ -84,7 +115,7 @@ impl SymbolTable {
             is_live,
             kind_bit: query.kind.map_or(u32::MAX, |k| 1 << (k.code() & 31)),
             containers: None,
-            top: TopK::new(limit),
+            top: TopK::new(limit, floor),
             scratch: Scratch::default(),
             literal: None,
             direct_max,
@@ -118,18 +149,20 @@ impl Ord for Worst {
     }
 }
 
-/// The best `limit` matches seen so far.
+/// The best `limit` matches seen so far, none below `floor`.
 struct TopK {
     limit: usize,
+    floor: Option<(MatchTier, f32)>,
     heap: BinaryHeap<Worst>,
     /// Changes whenever the contents change, so callers can cache bounds.
     version: u64,
 }
 
 impl TopK {
-    fn new(limit: usize) -> TopK {
+    fn new(limit: usize, floor: Option<(MatchTier, f32)>) -> TopK {
         TopK {
             limit,
+            floor,
             heap: BinaryHeap::with_capacity(limit.min(4096) + 1),
             version: 0,
         }
@@ -141,6 +174,12 @@ impl TopK {
 
     /// False when a match of `tier` scoring at most `score` cannot enter.
     fn admits(&self, tier: MatchTier, score: f32) -> bool {
+        if let Some((floor_tier, floor_score)) = self.floor {
+            // A tie with the floor may still win on chunk id.
+            if (tier, score.total_cmp(&floor_score)) < (floor_tier, Ordering::Equal) {
+                return false;
+            }
+        }
         match self.heap.peek() {
             Some(w) if self.full() => (tier, score.total_cmp(&w.1)) >= (w.0, Ordering::Equal),
             _ => true,

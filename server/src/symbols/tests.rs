@@ -723,3 +723,72 @@ fn index_agrees_with_brute_force_evaluation() {
         }
     }
 }
+
+/// Tables searched in turn, each above the floor the ones before set,
+/// merge to exactly what unbounded searches merge to.
+#[test]
+fn searches_above_a_floor_merge_to_the_unbounded_answer() {
+    const WORDS: [&str; 10] = [
+        "parse", "args", "attr", "array", "read", "to", "string", "str", "node", "x",
+    ];
+    let mut rng = Rng(0xF100);
+    let names: Vec<String> = (0..1500)
+        .map(|_| {
+            let parts = 1 + rng.next() % 3;
+            let words: Vec<&str> = (0..parts).map(|_| rng.pick(&WORDS)).collect();
+            if rng.next().is_multiple_of(2) {
+                words.join("_")
+            } else {
+                words.concat()
+            }
+        })
+        .collect();
+    // Three tables with disjoint chunk ids, as segments are.
+    let tables: Vec<SymbolTable> = (0..3)
+        .map(|part| {
+            SymbolTable::build(
+                names
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % 3 == part)
+                    .map(|(i, n)| record(i, n)),
+            )
+        })
+        .collect();
+    let live = |id: u32| id % 11 != 5;
+    let mut skipped = 0;
+    for text in [
+        "parse_a",
+        "parse_ar",
+        "read_to_s",
+        "pa",
+        "p",
+        "rts",
+        "node",
+        "xs",
+        "zz",
+    ] {
+        for limit in [1, 7, 40, 10_000] {
+            let q = SymbolQuery::parse(text, None);
+            let mut want = Vec::new();
+            for t in &tables {
+                t.search(&q, &live, limit, &mut want);
+            }
+            merge_matches(&mut want, limit);
+            let (mut got, mut floor) = (Vec::new(), None);
+            for t in &tables {
+                let before = got.len();
+                t.search_above(&q, &live, limit, floor, &mut got);
+                let mut alone = Vec::new();
+                t.search(&q, &live, limit, &mut alone);
+                skipped += alone.len() - (got.len() - before);
+                merge_matches(&mut got, limit);
+                if got.len() >= limit {
+                    floor = got.last().map(|m| (m.tier, m.score));
+                }
+            }
+            assert_eq!(got, want, "query {text}, limit {limit}");
+        }
+    }
+    assert!(skipped > 0, "the floor never cut anything");
+}

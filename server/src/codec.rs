@@ -117,11 +117,11 @@ impl<'s> FrameWriter<'s> {
         let mut w = Writer::new();
         w.buf.extend_from_slice(magic);
         w.buf.extend_from_slice(&version.to_le_bytes());
-        let sum = match sum {
-            Checksum::Blake3 => RunningSum::Blake3(Box::default()),
-            Checksum::Crc32 => RunningSum::Crc32(crc32fast::Hasher::new()),
-        };
-        FrameWriter { w, sink, sum }
+        FrameWriter {
+            w,
+            sink,
+            sum: sum.running(),
+        }
     }
 
     /// Hands what `w` holds to the sink once it passes 1 MB.
@@ -382,10 +382,11 @@ impl Checksum {
         }
     }
 
-    fn compute(self, body: &[u8], out: &mut Vec<u8>) {
+    /// A checksum of this kind over bytes fed in pieces.
+    fn running(self) -> RunningSum {
         match self {
-            Checksum::Blake3 => out.extend_from_slice(blake3::hash(body).as_bytes()),
-            Checksum::Crc32 => out.extend_from_slice(&crc32fast::hash(body).to_le_bytes()),
+            Checksum::Blake3 => RunningSum::Blake3(Box::default()),
+            Checksum::Crc32 => RunningSum::Crc32(crc32fast::Hasher::new()),
         }
     }
 }
@@ -439,9 +440,9 @@ pub fn unframe_with<'a>(
         return Err(FormatError::Truncated(bytes.len()));
     }
     let (body, stored) = bytes.split_at(bytes.len() - sum.len());
-    let mut computed = Vec::with_capacity(sum.len());
-    sum.compute(body, &mut computed);
-    if computed != stored {
+    let mut computed = sum.running();
+    computed.update(body);
+    if computed.finish() != stored {
         return Err(FormatError::Checksum);
     }
     Ok(&body[8..])

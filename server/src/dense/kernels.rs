@@ -1144,6 +1144,12 @@ mod tests {
         here
     }
 
+    /// A vector's bit patterns, for comparisons that must be exact.
+    #[cfg(target_arch = "x86_64")]
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
     /// The two-query context loop gives each query exactly what the
     /// one-query loop gives it, bit for bit.
     #[cfg(target_arch = "x86_64")]
@@ -1180,7 +1186,6 @@ mod tests {
                 super::avx2::context(&pb, &values, dim_p, &mut one_b);
                 super::avx512::context2(&pa, &pb, &values, dim_p, &mut two_a, &mut two_b);
             }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&one_a), bits(&two_a), "n {n}, head_dim {head_dim}");
             assert_eq!(bits(&one_b), bits(&two_b), "n {n}, head_dim {head_dim}");
         }
@@ -1231,7 +1236,6 @@ mod tests {
                     [a, b, c, d],
                 );
             }
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             for (o, f) in one.iter().zip(&four) {
                 assert_eq!(bits(o), bits(f), "len_p {len_p}, dim {dim}");
             }

@@ -182,9 +182,8 @@ impl Segment {
         let mut symbols = Vec::new();
         self.symbols.write_to(&mut symbols);
         let mut out = FrameWriter::new(sink, Checksum::Crc32, SEGMENT_MAGIC, SEGMENT_VERSION);
-        let w = &mut out.w;
-        w.u64(self.id);
-        w.varint(self.paths.len() as u64);
+        out.w.u64(self.id);
+        out.w.varint(self.paths.len() as u64);
         for path in &self.paths {
             out.w.str(path);
             out.spill()?;

@@ -23,9 +23,9 @@ fn symbol_matches(
     }
     let mut matches: Vec<SymbolMatch> = Vec::new();
     // Each segment only reports what could beat the `limit`-th best match
-    // of those before it: a partial snake_case name used to scan every name
-    // of every segment (5-9 ms over the registry's 540k symbols).
-    // The largest tables first: their best matches set the tightest floor.
+    // of those before it (a partial snake_case name used to scan every name
+    // of every segment: 5-9 ms over the registry's 540k symbols), the
+    // largest first, whose best matches set the tightest floor.
     let mut order: Vec<&crate::index::segment::Segment> =
         snapshot.segments.iter().map(|s| &**s).collect();
     order.sort_by_key(|s| std::cmp::Reverse(s.symbols.len()));

@@ -141,6 +141,7 @@ impl SearchOptions {
             "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
             "exact" => self.exact_priority = flag,
             "definition" => signals.definition = number,
+            "shared_definitions" => signals.shared_definitions = flag,
             "symbol_query" => signals.symbol_query_weight = number,
             "prose_dense" => signals.prose_dense_weight = number,
             "test" => signals.penalties.test = number,

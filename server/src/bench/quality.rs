@@ -514,6 +514,7 @@ pub fn configs() -> Vec<Config> {
         signals: Signals::off(),
         fuse: FuseConfig {
             lexical_confidence: 0.0,
+            long_dense: 1.0,
             ..FuseConfig::default()
         },
         ..SearchOptions::default()
@@ -590,6 +591,12 @@ pub fn configs() -> Vec<Config> {
                 options,
             )
         },
+        {
+            let long_dense = FuseConfig::default().long_dense;
+            let mut options = with_saturation.clone();
+            options.fuse.long_dense = long_dense;
+            row(&format!("+ long-query dense weight {long_dense}"), options)
+        },
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),
@@ -640,6 +647,9 @@ fn describe(s: &Signals) -> String {
     on.push("saturation");
     if FuseConfig::default().lexical_confidence != 0.0 {
         on.push("lexical confidence");
+    }
+    if FuseConfig::default().long_dense != 1.0 {
+        on.push("long-query dense weight");
     }
     on.join(", ")
 }

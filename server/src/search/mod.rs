@@ -137,6 +137,7 @@ impl SearchOptions {
             "fuse.confidence_power" => self.fuse.confidence_power = number.max(0.0),
             "fuse.short_words" => self.fuse.short_words = number.max(0.0) as usize,
             "fuse.short_power" => self.fuse.short_power = number.max(0.0),
+            "fuse.long_dense" => self.fuse.long_dense = number.max(0.0),
             "cap" => self.per_file_cap = number.max(0.0) as usize,
             "saturation" => self.file_saturation = number.clamp(0.0, 1.0),
             "exact" => self.exact_priority = flag,

@@ -109,9 +109,9 @@ impl SearchOptions {
     /// `fuse.fill` (the static tier's discount where it stands in for the
     /// transformer, see `rank::merge_partial`; `inf` turns it off),
     /// `fuse.confidence`, `fuse.confidence_power`, `fuse.short_words`,
-    /// `fuse.short_power` (see `FuseConfig::dense_factor`), `cap`,
-    /// `saturation`, `exact` (0/1),
-    /// `definition`, `symbol_query`, `prose_dense`, `test`, `vendored`,
+    /// `fuse.short_power`, `fuse.long_dense` (see `FuseConfig::dense_factor`),
+    /// `cap`, `saturation`, `exact` (0/1),
+    /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `coherence`, `stems` (0/1), `docs`,
     /// `config`, `path`, `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one

@@ -796,6 +796,25 @@ mod tests {
         }
     }
 
+    /// The facts of chunks given as (path, name, kind), ten lines each.
+    fn facts_of<'a>(
+        chunks: &'a [(&'a str, &'a str, ChunkKind)],
+        language: Language,
+    ) -> impl Fn(u32) -> Option<ChunkFacts<'a>> + Copy + 'a {
+        move |id| {
+            chunks
+                .get(id as usize)
+                .map(|&(path, name, kind)| ChunkFacts {
+                    path,
+                    name,
+                    qualified_name: name,
+                    kind,
+                    language,
+                    lines: 10,
+                })
+        }
+    }
+
     #[test]
     fn definitions_beat_mentions_and_tests_sink() {
         let chunks = [
@@ -803,18 +822,7 @@ mod tests {
             ("src/retry.rs", "retry_failed", ChunkKind::Function),
             ("tests/retry.rs", "retry_failed_test", ChunkKind::Function),
         ];
-        let facts = |id: u32| {
-            chunks
-                .get(id as usize)
-                .map(|(path, name, kind)| ChunkFacts {
-                    path,
-                    name,
-                    qualified_name: name,
-                    kind: *kind,
-                    language: Language::Rust,
-                    lines: 10,
-                })
-        };
+        let facts = facts_of(&chunks, Language::Rust);
         let mut list = vec![fused(0, 1.0), fused(2, 0.95), fused(1, 0.9)];
         let query = QueryFacts::new("where do we retry failed requests");
         apply(&mut list, &Signals::default(), &query, facts);
@@ -935,18 +943,7 @@ mod tests {
             ("printing/fcode.py", "_print_Derivative", ChunkKind::Method),
             ("printing/mathematica.py", "MCodePrinter", ChunkKind::Class),
         ];
-        let facts = |id: u32| {
-            chunks
-                .get(id as usize)
-                .map(|(path, name, kind)| ChunkFacts {
-                    path,
-                    name,
-                    qualified_name: name,
-                    kind: *kind,
-                    language: Language::Python,
-                    lines: 10,
-                })
-        };
+        let facts = facts_of(&chunks, Language::Python);
         let signals = Signals {
             definition: 1.5,
             shared_definitions: true,

@@ -27,7 +27,7 @@ const EXACT_DENSE_MAX: usize = 20_000;
 /// the code stays in the lexical branch, and traceback frames reach the
 /// code they name through `rank::frames`. A query that is all code is
 /// embedded whole.
-pub(crate) fn embedding_text(query: &str) -> Cow<'_, str> {
+fn embedding_text(query: &str) -> Cow<'_, str> {
     if query.split_whitespace().count() < crate::lexical::query::LONG_QUERY_WORDS {
         return Cow::Borrowed(query);
     }

@@ -161,8 +161,11 @@ pub struct BenchReport {
     pub update_one_file_ms: f64,
     pub refresh_one_file_ms: f64,
     pub noop_refresh_ms: f64,
+    /// Lexical queries after one untimed round over the same queries.
     pub lexical_p50_ms: f64,
     pub lexical_p99_ms: f64,
+    /// That first round, right after the index is built.
+    pub lexical_cold_p50_ms: f64,
     pub symbol_p50_ms: f64,
     pub symbol_p99_ms: f64,
     pub peak_rss_mb: f64,
@@ -204,8 +207,8 @@ impl fmt::Display for BenchReport {
         )?;
         writeln!(
             f,
-            "lexical query     p50 {:.3} ms, p99 {:.3} ms",
-            self.lexical_p50_ms, self.lexical_p99_ms
+            "lexical query     p50 {:.3} ms, p99 {:.3} ms (first round, cold: p50 {:.3} ms)",
+            self.lexical_p50_ms, self.lexical_p99_ms, self.lexical_cold_p50_ms
         )?;
         writeln!(
             f,
@@ -402,6 +405,17 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
     let mut lexical = Vec::new();
     let mut symbol = Vec::new();
     let mut text = DiskText::new(index.root());
+    // The first round meets a cold index (its postings not yet in the CPU
+    // caches or faulted in since the build): timed apart, as what the
+    // first queries after a start see; the percentiles are the steady
+    // state of the rounds after it, what an editor session sees.
+    let mut lexical_cold = Vec::new();
+    for query in LEXICAL_QUERIES {
+        let start = Instant::now();
+        std::hint::black_box(search(&snapshot, query, options, &mut text));
+        lexical_cold.push(ms(start));
+    }
+    lexical_cold.sort_by(f64::total_cmp);
     for _ in 0..rounds.max(1) {
         for query in LEXICAL_QUERIES {
             let start = Instant::now();
@@ -457,6 +471,7 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
         noop_refresh_ms,
         lexical_p50_ms: percentile(&lexical, 0.5),
         lexical_p99_ms: percentile(&lexical, 0.99),
+        lexical_cold_p50_ms: percentile(&lexical_cold, 0.5),
         symbol_p50_ms: percentile(&symbol, 0.5),
         symbol_p99_ms: percentile(&symbol, 0.99),
         peak_rss_mb,

@@ -34,6 +34,14 @@ pub struct Phrase {
 /// From this many plain words on, a query is long (an issue text, a stack
 /// trace) and its terms are weighted by evidence.
 pub const LONG_QUERY_WORDS: usize = 12;
+/// Whether a query's text is long (an issue, a traceback, a long
+/// description) for the ranking and the dense branch: [`LONG_QUERY_WORDS`]
+/// words or more, stopwords included. (The term weights below count only
+/// the words that are not stopwords.)
+pub fn is_long_query(text: &str) -> bool {
+    text.split_whitespace().count() >= LONG_QUERY_WORDS
+}
+
 /// Weight of a term from a code-like word of a long query.
 const CODE_EVIDENCE_WEIGHT: f32 = 2.0;
 /// How much each repetition of a term adds in a long query (log-scaled).

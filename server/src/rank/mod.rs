@@ -101,8 +101,8 @@ pub struct FuseConfig {
     pub short_words: usize,
     pub short_power: f32,
     /// Multiplier of the dense weight for a long query
-    /// ([`LONG_QUERY_WORDS`](crate::lexical::query::LONG_QUERY_WORDS)
-    /// words or more: an issue text, a long description). A bag of a
+    /// ([`is_long_query`](crate::lexical::query::is_long_query): an issue
+    /// text, a long description). A bag of a
     /// hundred words matches many chunks a little, while the embedding of
     /// the text's opening (its title and first sentences) says what it is
     /// about. 3 raised the SWE-bench development instances (hybrid) from
@@ -125,7 +125,7 @@ impl FuseConfig {
         } else {
             self.confidence_power
         };
-        let long = if words >= crate::lexical::query::LONG_QUERY_WORDS {
+        let long = if crate::lexical::query::is_long_query(query) {
             self.long_dense
         } else {
             1.0

@@ -373,8 +373,7 @@ pub struct QueryFacts {
     /// The query is one word (an identifier search, not a description).
     single_word: bool,
     /// The query is a long text (an issue, a traceback):
-    /// [`LONG_QUERY_WORDS`](crate::lexical::query::LONG_QUERY_WORDS) words
-    /// or more.
+    /// [`is_long_query`](crate::lexical::query::is_long_query).
     long: bool,
 }
 
@@ -420,7 +419,7 @@ impl QueryFacts {
         });
         // A long text (an issue) mentions tests and docs in passing; only a
         // short query that names them asks for them.
-        let long = query.split_whitespace().count() >= crate::lexical::query::LONG_QUERY_WORDS;
+        let long = crate::lexical::query::is_long_query(query);
         facts.long = long;
         facts.wants_tests = !long
             && facts

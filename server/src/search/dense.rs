@@ -19,8 +19,8 @@ use std::sync::Arc;
 const EXACT_DENSE_MAX: usize = 20_000;
 
 /// What of a query the encoder sees: the whole query, or for a long one
-/// ([`LONG_QUERY_WORDS`](crate::lexical::query::LONG_QUERY_WORDS) words or
-/// more: an issue text) its prose, without fenced code blocks, REPL lines
+/// ([`is_long_query`](crate::lexical::query::is_long_query): an issue
+/// text) its prose, without fenced code blocks, REPL lines
 /// (`>>>`, `...`, `In [1]:`, `Out[1]:`) and traceback lines (`Traceback`,
 /// `File "..."`). The encoder reads the first 128 tokens, and in an issue
 /// those are often the pasted reproduction, not what the issue is about;
@@ -28,7 +28,7 @@ const EXACT_DENSE_MAX: usize = 20_000;
 /// code they name through `rank::frames`. A query that is all code is
 /// embedded whole.
 fn embedding_text(query: &str) -> Cow<'_, str> {
-    if query.split_whitespace().count() < crate::lexical::query::LONG_QUERY_WORDS {
+    if !crate::lexical::query::is_long_query(query) {
         return Cow::Borrowed(query);
     }
     let mut prose = String::with_capacity(query.len());

@@ -7,7 +7,7 @@
 use super::ChunkFilter;
 use crate::chunk::ChunkKind;
 use crate::index::Snapshot;
-use crate::symbols::{merge_matches, MatchTier, SymbolMatch, SymbolQuery};
+use crate::symbols::{search_tables, MatchTier, SymbolMatch, SymbolQuery};
 use serde::Serialize;
 
 /// The best `limit` symbol matches over every segment that `keep` accepts
@@ -21,25 +21,12 @@ fn symbol_matches(
     if query.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let mut matches: Vec<SymbolMatch> = Vec::new();
-    // Each segment only reports what could beat the `limit`-th best match
-    // of those before it (a partial snake_case name used to scan every name
-    // of every segment: 5-9 ms over the registry's 540k symbols), the
-    // largest first, whose best matches set the tightest floor.
-    let mut order: Vec<&crate::index::segment::Segment> =
-        snapshot.segments.iter().map(|s| &**s).collect();
-    order.sort_by_key(|s| std::cmp::Reverse(s.symbols.len()));
-    let mut floor = None;
-    for segment in order {
-        segment
-            .symbols
-            .search_above(query, keep, limit, floor, &mut matches);
-        merge_matches(&mut matches, limit);
-        if matches.len() >= limit {
-            floor = matches.last().map(|m| (m.tier, m.score));
-        }
-    }
-    matches
+    search_tables(
+        snapshot.segments.iter().map(|s| &s.symbols),
+        query,
+        keep,
+        limit,
+    )
 }
 
 /// What the symbol branch found for an identifier query.

@@ -80,5 +80,5 @@ mod tests;
 
 pub use format::SymbolFormatError;
 pub use query::SymbolQuery;
-pub use search::{merge_matches, MatchTier, SymbolMatch};
+pub use search::{merge_matches, search_tables, MatchTier, SymbolMatch};
 pub use table::{SymbolRecord, SymbolTable};

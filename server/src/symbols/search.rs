@@ -44,6 +44,32 @@ pub fn merge_matches(matches: &mut Vec<SymbolMatch>, limit: usize) {
     matches.truncate(limit);
 }
 
+/// The best `limit` matches over several tables (a snapshot's segments,
+/// whose chunk ids are disjoint), best first, exactly what merging each
+/// table's own answer gives. The tables are searched largest first, each
+/// only for what could beat the `limit`-th best match of those before it
+/// ([`SymbolTable::search_above`]), so a partial name does not scan every
+/// name of every table (5-9 ms over the registry's 540k symbols).
+pub fn search_tables<'t>(
+    tables: impl IntoIterator<Item = &'t SymbolTable>,
+    query: &SymbolQuery,
+    is_live: &dyn Fn(u32) -> bool,
+    limit: usize,
+) -> Vec<SymbolMatch> {
+    let mut order: Vec<&SymbolTable> = tables.into_iter().collect();
+    order.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    let mut matches = Vec::new();
+    let mut floor = None;
+    for table in order {
+        table.search_above(query, is_live, limit, floor, &mut matches);
+        merge_matches(&mut matches, limit);
+        if matches.len() >= limit {
+            floor = matches.last().map(|m| (m.tier, m.score));
+        }
+    }
+    matches
+}
+
 /// `Greater` when match `a` ranks above match `b`.
 fn rank(at: MatchTier, ascore: f32, aid: u32, bt: MatchTier, bscore: f32, bid: u32) -> Ordering {
     at.cmp(&bt)

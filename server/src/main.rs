@@ -197,9 +197,11 @@ enum Command {
         json: bool,
         #[command(flatten)]
         filter: FilterArgs,
-        /// Per-file diversity: 0 turns it off; otherwise the n-th hit of a
-        /// file counts 0.85^(n-1) of its score (`--rank saturation=0` makes
-        /// this a hard cap of N hits per file before other files get a turn).
+        /// Per-file diversity: 0 turns it off; otherwise, over the first 7
+        /// places, the n-th hit of a file counts 0.85^(n-1) of its score,
+        /// and the places after them go by score (`--rank head=N` moves
+        /// that line; `--rank saturation=0` makes this a hard cap of N hits
+        /// per file before other files get a turn).
         #[arg(long, default_value_t = 2)]
         per_file_cap: usize,
         /// Set a ranking knob (repeatable; `file=0.3`, `fuse.dense=0.5`): for

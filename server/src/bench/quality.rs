@@ -602,6 +602,13 @@ pub fn configs() -> Vec<Config> {
             options: SearchOptions::default(),
         },
         row(
+            "full stack, diversity over every place",
+            SearchOptions {
+                diverse_head: usize::MAX,
+                ..SearchOptions::default()
+            },
+        ),
+        row(
             "full stack, lexical only",
             SearchOptions {
                 branches: Branches {
@@ -644,7 +651,7 @@ fn describe(s: &Signals) -> String {
     if s.file_evidence != 0.0 {
         on.push("file evidence");
     }
-    on.push("saturation");
+    on.push("saturation over the first places");
     if FuseConfig::default().lexical_confidence != 0.0 {
         on.push("lexical confidence");
     }

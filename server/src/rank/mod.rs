@@ -337,18 +337,32 @@ pub fn cap_per_file<T, K: Eq + std::hash::Hash>(
 /// One file's unpinned items, best first: (score, exempt, item).
 type FileQueue<T> = std::collections::VecDeque<(f32, bool, T)>;
 
+/// Soft per-file diversity: how much a file's further items count, and
+/// over how many places of the result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Saturation {
+    /// The n-th item of a file counts `decay^(n-1)` of its score.
+    pub decay: f32,
+    /// Diversity shapes the first `head` places; the places after it take
+    /// the best remaining items by score, whatever their file.
+    pub head: usize,
+}
+
 /// Picks up to `limit` items with a soft per-file diversity: walking by
 /// score, the n-th item taken from one file counts `decay^(n-1)` of its
 /// score, so a second chunk of a file must beat a first chunk elsewhere by
-/// `1/decay`. Items `is_pinned` accepts (exact names, verified phrases,
-/// already in front) are taken first, in order, and count for their file.
-/// Items `is_exempt` accepts (symbol-name hits of an identifier query) are
-/// never decayed and do not count. The result is ordered by decayed score
-/// after the pinned items.
+/// `1/decay`. That holds for the first `head` places; the rest of the list
+/// is filled by score alone, so the sibling of a top hit that the question
+/// was about is not pushed out by weak matches in other files. Items
+/// `is_pinned` accepts (exact names, verified phrases, already in front)
+/// are taken first, in order, and count for their file. Items `is_exempt`
+/// accepts (symbol-name hits of an identifier query) are never decayed and
+/// do not count. The result is ordered by decayed score after the pinned
+/// items.
 pub fn saturate_per_file<T, K: Eq + std::hash::Hash + Clone>(
     items: Vec<T>,
     limit: usize,
-    decay: f32,
+    Saturation { decay, head }: Saturation,
     file_of: impl Fn(&T) -> K,
     score_of: impl Fn(&T) -> f32,
     is_pinned: impl Fn(&T) -> bool,
@@ -385,7 +399,7 @@ pub fn saturate_per_file<T, K: Eq + std::hash::Hash + Clone>(
                 continue;
             };
             let n = taken_per_file.get(file).copied().unwrap_or(0);
-            let decayed = if *exempt {
+            let decayed = if *exempt || out.len() >= head {
                 *score
             } else {
                 score * decay.powi(n)
@@ -554,12 +568,22 @@ mod tests {
             ("a", 0.8, false),
             ("c", 0.3, false),
         ];
-        let run = |items: Vec<(&'static str, f32, bool)>, limit| {
-            saturate_per_file(items, limit, 0.5, |i| i.0, |i| i.1, |i| i.2, |_| false)
-                .iter()
-                .map(|i| (i.0, i.1))
-                .collect::<Vec<_>>()
+        let run_with = |items: Vec<(&'static str, f32, bool)>, limit, head| {
+            let saturation = Saturation { decay: 0.5, head };
+            saturate_per_file(
+                items,
+                limit,
+                saturation,
+                |i| i.0,
+                |i| i.1,
+                |i| i.2,
+                |_| false,
+            )
+            .iter()
+            .map(|i| (i.0, i.1))
+            .collect::<Vec<_>>()
         };
+        let run = |items, limit| run_with(items, limit, usize::MAX);
         // a 1.0, then b 0.6 beats a's 0.9 * 0.5, then a 0.45 beats c 0.3.
         assert_eq!(
             run(items.clone(), 4),
@@ -569,7 +593,18 @@ mod tests {
         let pinned = vec![("c", 0.1, true), ("c", 0.5, false), ("b", 0.3, false)];
         assert_eq!(run(pinned, 3), vec![("c", 0.1), ("b", 0.3), ("c", 0.5)]);
         // Never fewer than asked when enough items exist.
-        assert_eq!(run(items, 10).len(), 5);
+        assert_eq!(run(items.clone(), 10).len(), 5);
+        // Past the head, the best remaining item comes next by score: a's
+        // third chunk (0.8) before c (0.3), where diversity would put c
+        // first (0.8 * 0.25 < 0.3).
+        assert_eq!(
+            run_with(items.clone(), 5, 3),
+            vec![("a", 1.0), ("b", 0.6), ("a", 0.9), ("a", 0.8), ("c", 0.3)]
+        );
+        assert_eq!(
+            run_with(items, 5, 5),
+            vec![("a", 1.0), ("b", 0.6), ("a", 0.9), ("c", 0.3), ("a", 0.8)]
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Ranking passes after fusion: exact-name priority and the per-file cap
-//! with backfill, filters and the code-aware signals.
+//! Ranking passes after fusion: exact-name priority, the per-file cap
+//! with backfill and the diverse head, filters and the code-aware signals.
 
 mod common;
 
@@ -119,6 +119,34 @@ fn soft_saturation_lets_other_files_in_without_a_hard_cap() {
         panic!("other.rs and three crowded.rs hits expected: {paths:?}");
     };
     assert!(other < third, "{paths:?}");
+}
+
+#[test]
+fn past_the_diverse_head_hits_come_by_score() {
+    let ws = crowded_workspace();
+    let query = "spend or refill a token";
+    let with_head = |diverse_head| SearchOptions {
+        limit: 7,
+        diverse_head,
+        ..SearchOptions::default()
+    };
+    let descending = |hits: &[(String, String, f32, Vec<&'static str>)]| {
+        hits.windows(2).all(|w| w[0].2 >= w[1].2)
+    };
+    // Diversity over every place reorders: another file's first hit
+    // comes before the crowded file's better-scored later hits.
+    let spread = run(&ws, query, &with_head(usize::MAX));
+    assert!(!descending(&spread), "{spread:?}");
+    // With a head of two places, the rest of the list is in score order,
+    // and it holds the same hits.
+    let headed = run(&ws, query, &with_head(2));
+    assert!(descending(&headed[2..]), "{headed:?}");
+    let names = |hits: &[(String, String, f32, Vec<&'static str>)]| {
+        let mut names: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&headed), names(&spread));
 }
 
 #[test]

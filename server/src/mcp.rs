@@ -42,8 +42,9 @@ pub struct SearchCodeArgs {
     pub language: Option<String>,
     /// Only this kind of definition (function, method, class, ...).
     pub kind: Option<String>,
-    /// Spread hits over files (default true): a file's second and later
-    /// hits count less, so more files show. Set false to rank by score
+    /// Spread hits over files (default true): in the first seven places a
+    /// file's second and later hits count less, so more files show; later
+    /// places go by score. Set false to rank by score
     /// alone when looking for one definition among similar ones in a file
     /// (a doc-comment-like description of a function).
     pub spread_files: Option<bool>,

@@ -357,8 +357,8 @@ pub struct Saturation {
 /// `is_pinned` accepts (exact names, verified phrases, already in front)
 /// are taken first, in order, and count for their file. Items `is_exempt`
 /// accepts (symbol-name hits of an identifier query) are never decayed and
-/// do not count. The result is ordered by decayed score after the pinned
-/// items.
+/// do not count. After the pinned items, the head is ordered by decayed
+/// score and the places after it by score.
 pub fn saturate_per_file<T, K: Eq + std::hash::Hash + Clone>(
     items: Vec<T>,
     limit: usize,

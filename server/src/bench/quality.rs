@@ -546,7 +546,13 @@ pub fn configs() -> Vec<Config> {
         f(&mut options.signals);
         options
     };
+    let fusion = |f: &dyn Fn(&mut FuseConfig)| {
+        let mut options = with_saturation.clone();
+        f(&mut options.fuse);
+        options
+    };
     let defaults = Signals::default();
+    let fuse_defaults = FuseConfig::default();
     let row = |label: &str, options: SearchOptions| Config {
         label: label.into(),
         options,
@@ -582,21 +588,17 @@ pub fn configs() -> Vec<Config> {
         row("+ path match 1.0", signal(&|s| s.path_match = 1.0)),
         row("+ identifier stems", signal(&|s| s.stems = true)),
         row("+ file evidence 0.1", signal(&|s| s.file_evidence = 0.1)),
-        {
-            let confidence = FuseConfig::default().lexical_confidence;
-            let mut options = with_saturation.clone();
-            options.fuse.lexical_confidence = confidence;
-            row(
-                &format!("+ lexical confidence {confidence} (dense weight)"),
-                options,
-            )
-        },
-        {
-            let long_dense = FuseConfig::default().long_dense;
-            let mut options = with_saturation.clone();
-            options.fuse.long_dense = long_dense;
-            row(&format!("+ long-query dense weight {long_dense}"), options)
-        },
+        row(
+            &format!(
+                "+ lexical confidence {} (dense weight)",
+                fuse_defaults.lexical_confidence
+            ),
+            fusion(&|f| f.lexical_confidence = fuse_defaults.lexical_confidence),
+        ),
+        row(
+            &format!("+ long-query dense weight {}", fuse_defaults.long_dense),
+            fusion(&|f| f.long_dense = fuse_defaults.long_dense),
+        ),
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),

@@ -198,7 +198,8 @@ pub struct PathPenalties {
     pub example: f32,
     /// Re-export files (`__init__.py`, `package-info.java`).
     pub barrel: f32,
-    /// Compatibility shims (`compat/`, `legacy/`).
+    /// Compatibility shims and superseded code (`compat/`, `legacy/`,
+    /// `deprecated/`).
     pub compat: f32,
     /// TypeScript declaration files (`.d.ts`).
     pub declaration: f32,
@@ -276,7 +277,10 @@ pub fn secondary_classes(path: &str) -> impl Iterator<Item = PathClass> {
             file == "__init__.py" || file == "package-info.java",
             PathClass::Barrel,
         ),
-        (in_dir(&["compat", "_compat", "legacy"]), PathClass::Compat),
+        (
+            in_dir(&["compat", "_compat", "legacy", "deprecated"]),
+            PathClass::Compat,
+        ),
         (file.ends_with(".d.ts"), PathClass::Declaration),
     ];
     classes
@@ -879,6 +883,7 @@ mod tests {
             ("examples/app.js", vec![PathClass::Example]),
             ("src/pkg/__init__.py", vec![PathClass::Barrel]),
             ("lib/compat/x.py", vec![PathClass::Compat]),
+            ("pydantic/deprecated/decorator.py", vec![PathClass::Compat]),
             ("types/index.d.ts", vec![PathClass::Declaration]),
             ("src/router.go", vec![]),
         ] {

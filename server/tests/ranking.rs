@@ -6,7 +6,7 @@ mod common;
 use common::Workspace;
 use quarry::filter::Filter;
 use quarry::rank::signals::{PathPenalties, Signals};
-use quarry::search::{search, DiskText, SearchOptions};
+use quarry::search::{find_symbols, search, DiskText, SearchOptions};
 
 fn crowded_workspace() -> Workspace {
     let ws = Workspace::empty();
@@ -169,6 +169,27 @@ fn symbol_name_hits_are_exempt_from_the_cap() {
     let hits = run(&ws, "refill_token", &options);
     assert!(hits.iter().all(|h| h.0 == "src/crowded.rs"), "{hits:?}");
     assert!(hits.iter().all(|h| h.3.contains(&"symbol")), "{hits:?}");
+}
+
+#[test]
+fn equal_names_are_ordered_by_their_files_not_by_chunk_ids() {
+    // Four definitions of one name, equal for every branch. The file named
+    // after it comes first, then shorter paths; the first-indexed file
+    // (`a.rs`, the lowest chunk id) does not win by being first.
+    let ws = Workspace::empty();
+    for path in ["a.rs", "zz.rs", "src/b.rs", "src/formatter.rs"] {
+        ws.write(path, "pub struct Formatter { width: usize }\n");
+    }
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("index");
+    let snapshot = index.snapshot();
+    let paths: Vec<String> = find_symbols(&snapshot, "Formatter", None, 10)
+        .into_iter()
+        .map(|s| s.path)
+        .collect();
+    assert_eq!(paths, ["src/formatter.rs", "a.rs", "zz.rs", "src/b.rs"]);
+    let hits = run(&ws, "Formatter", &SearchOptions::default());
+    assert_eq!(hits[0].0, "src/formatter.rs", "{hits:?}");
 }
 
 fn filtered(include: &[&str], exclude: &[&str], langs: &[&str], kinds: &[&str]) -> SearchOptions {

@@ -1,8 +1,9 @@
 //! The symbol-name branch of a search, and `find_symbols` for
 //! `workspace/symbol`: name matches (exact, prefix, word, fuzzy) over every
-//! segment's name table.
+//! segment's name table. Owns the order of equal matches: by file, not by
+//! chunk id ([`order_ties`]).
 //!
-//! Never: returns a dead chunk.
+//! Never: returns a dead chunk, or orders equal matches by chunk id.
 
 use super::ChunkFilter;
 use crate::chunk::ChunkKind;
@@ -14,19 +15,85 @@ use serde::Serialize;
 /// (live chunks only), best first.
 fn symbol_matches(
     snapshot: &Snapshot,
-    query: &SymbolQuery,
+    query_text: &str,
+    kind: Option<ChunkKind>,
     limit: usize,
     keep: &dyn Fn(u32) -> bool,
 ) -> Vec<SymbolMatch> {
+    let query = SymbolQuery::parse(query_text, kind);
     if query.is_empty() || limit == 0 {
         return Vec::new();
     }
-    search_tables(
+    let mut matches = search_tables(
         snapshot.segments.iter().map(|s| &s.symbols),
-        query,
+        &query,
         keep,
         limit,
-    )
+    );
+    order_ties(snapshot, last_segment(query_text), &mut matches);
+    matches
+}
+
+/// Reorders matches that tie on tier and score (`formatter` names 53
+/// definitions in fmt) by where they live rather than by chunk id, which
+/// depends on which worker parsed a file first: definitions in a file
+/// named after `name` first (`format.h` for `formatter`, `join_set.rs` for
+/// `JoinSet`), then by path, shorter first, and line. The same code gives
+/// the same order however often it was indexed.
+fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
+    let name = squash(name);
+    let key = |m: &SymbolMatch| {
+        let Some((segment, chunk)) = snapshot.chunk(m.chunk_id) else {
+            return (true, usize::MAX, "", u32::MAX);
+        };
+        let path = segment.path_of(chunk);
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let stem = squash(file.split('.').next().unwrap_or(file));
+        (!names(&stem, &name), path.len(), path, chunk.start_line)
+    };
+    let mut start = 0;
+    while start < matches.len() {
+        let (tier, score) = (matches[start].tier, matches[start].score);
+        let end = start
+            + matches[start..]
+                .iter()
+                .take_while(|m| m.tier == tier && m.score == score)
+                .count();
+        if end - start > 1 {
+            matches[start..end].sort_by_cached_key(|m| {
+                let (other, len, path, line) = key(m);
+                (other, len, path.to_string(), line, m.chunk_id)
+            });
+        }
+        start = end;
+    }
+}
+
+/// The name part of a qualified query: `lookup` of `GraphStore::lookup`.
+fn last_segment(text: &str) -> &str {
+    text.trim()
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .find(|part| !part.is_empty())
+        .unwrap_or("")
+}
+
+/// Lowercase, without `_` and `-`: `join_set` and `JoinSet` squash alike.
+fn squash(text: &str) -> String {
+    text.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A file stem names a symbol when they are equal, or one begins the other
+/// and the shorter has five letters or more (`format` names `formatter`).
+fn names(stem: &str, name: &str) -> bool {
+    let (short, long) = if stem.len() <= name.len() {
+        (stem, name)
+    } else {
+        (name, stem)
+    };
+    !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
 }
 
 /// What the symbol branch found for an identifier query.
@@ -48,12 +115,7 @@ pub(super) fn symbol_branch(
 ) -> SymbolBranch {
     // Exact matches rank first, so one search deep enough for both suffices.
     let keep = |id: u32| filter.accepts(id);
-    let matches = symbol_matches(
-        snapshot,
-        &SymbolQuery::parse(query_text, None),
-        depth.max(64),
-        &keep,
-    );
+    let matches = symbol_matches(snapshot, query_text, None, depth.max(64), &keep);
     SymbolBranch {
         // Subsequence matches of an identifier are mostly noise in a fused list.
         ids: matches
@@ -92,12 +154,11 @@ pub fn find_symbols(
     kind: Option<ChunkKind>,
     limit: usize,
 ) -> Vec<SymbolHit> {
-    let query = SymbolQuery::parse(query_text, kind);
     // Sequential on purpose: the global rayon pool is busy parsing during a
     // big update (a branch switch), and a query queued behind that work
     // stalled for seconds.
     let is_live = |id: u32| snapshot.is_live(id);
-    symbol_matches(snapshot, &query, limit, &is_live)
+    symbol_matches(snapshot, query_text, kind, limit, &is_live)
         .iter()
         .filter_map(|m| {
             let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
@@ -123,5 +184,22 @@ fn tier_name(tier: MatchTier) -> &'static str {
         MatchTier::Prefix => "prefix",
         MatchTier::WordBoundary => "word",
         MatchTier::Subsequence => "fuzzy",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_stem_names_a_symbol_by_its_squashed_words() {
+        assert!(names(&squash("join_set"), &squash("JoinSet")));
+        assert!(names(&squash("format"), &squash("formatter")));
+        assert!(!names(&squash("format-inl"), &squash("formatter")));
+        assert!(!names(&squash("map"), &squash("mapper")));
+        assert!(!names("", "x"));
+        assert_eq!(last_segment("GraphStore::lookup"), "lookup");
+        assert_eq!(last_segment("obj->method"), "method");
+        assert_eq!(last_segment("Formatter"), "Formatter");
     }
 }

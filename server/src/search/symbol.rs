@@ -3,7 +3,8 @@
 //! segment's name table. Owns the order of equal matches: by file, not by
 //! chunk id ([`order_ties`]).
 //!
-//! Never: returns a dead chunk, or orders equal matches by chunk id.
+//! Never: returns a dead chunk, or orders the equal matches it keeps by
+//! chunk id.
 
 use super::ChunkFilter;
 use crate::chunk::ChunkKind;
@@ -39,7 +40,9 @@ fn symbol_matches(
 /// depends on which worker parsed a file first: definitions in a file
 /// named after `name` first (`format.h` for `formatter`, `join_set.rs` for
 /// `JoinSet`), then by path, shorter first, and line. The same code gives
-/// the same order however often it was indexed.
+/// the same order however often it was indexed, as long as the ties fit in
+/// the limit: which of more ties than that are kept is still decided by
+/// chunk id, in `search_tables`.
 fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
     let name = squash(name);
     let key = |m: &SymbolMatch| {

@@ -481,7 +481,15 @@ impl QueryFacts {
 
 /// Lowercase without separators: `GraphStore`, `graph_store` and
 /// `graph-store` are all `graphstore`.
-fn squash(word: &str) -> String {
+/// Two words name one thing when they are equal, or one begins the other
+/// and the shorter has five letters or more (`format` and `formatter`,
+/// `middleware` and `middlewares`; not `map` and `mapper`).
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
+}
+
+pub(crate) fn squash(word: &str) -> String {
     word.chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
@@ -519,20 +527,7 @@ fn path_match(query: &QueryFacts, path: &str) -> f32 {
             }
         });
     }
-    // Equal stems, or one a prefix of the other when the shorter has five
-    // letters or more (`format` names `formatter`, `middleware` names
-    // `middlewares`).
-    let names = |w: &str| {
-        named.contains(w)
-            || named.iter().any(|n| {
-                let (short, long) = if n.len() < w.len() {
-                    (n.as_str(), w)
-                } else {
-                    (w, n.as_str())
-                };
-                short.len() >= 5 && long.starts_with(short)
-            })
-    };
+    let names = |w: &str| named.contains(w) || named.iter().any(|n| same_name(n, w));
     let hits = query.word_stems.iter().filter(|w| names(w)).count();
     hits as f32 / query.word_stems.len() as f32
 }

@@ -9,6 +9,7 @@
 use super::ChunkFilter;
 use crate::chunk::ChunkKind;
 use crate::index::Snapshot;
+use crate::rank::signals::{same_name, squash};
 use crate::symbols::{search_tables, MatchTier, SymbolMatch, SymbolQuery};
 use serde::Serialize;
 
@@ -47,12 +48,13 @@ fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
     let name = squash(name);
     let key = |m: &SymbolMatch| {
         let Some((segment, chunk)) = snapshot.chunk(m.chunk_id) else {
-            return (true, usize::MAX, "", u32::MAX);
+            return (true, usize::MAX, "", u32::MAX, m.chunk_id);
         };
         let path = segment.path_of(chunk);
         let file = path.rsplit('/').next().unwrap_or(path);
         let stem = squash(file.split('.').next().unwrap_or(file));
-        (!names(&stem, &name), path.len(), path, chunk.start_line)
+        let named = same_name(&stem, &name);
+        (!named, path.len(), path, chunk.start_line, m.chunk_id)
     };
     let mut start = 0;
     while start < matches.len() {
@@ -63,10 +65,7 @@ fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
                 .take_while(|m| m.tier == tier && m.score == score)
                 .count();
         if end - start > 1 {
-            matches[start..end].sort_by_cached_key(|m| {
-                let (other, len, path, line) = key(m);
-                (other, len, path.to_string(), line, m.chunk_id)
-            });
+            matches[start..end].sort_by_cached_key(key);
         }
         start = end;
     }
@@ -78,25 +77,6 @@ fn last_segment(text: &str) -> &str {
         .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
         .find(|part| !part.is_empty())
         .unwrap_or("")
-}
-
-/// Lowercase, without `_` and `-`: `join_set` and `JoinSet` squash alike.
-fn squash(text: &str) -> String {
-    text.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// A file stem names a symbol when they are equal, or one begins the other
-/// and the shorter has five letters or more (`format` names `formatter`).
-fn names(stem: &str, name: &str) -> bool {
-    let (short, long) = if stem.len() <= name.len() {
-        (stem, name)
-    } else {
-        (name, stem)
-    };
-    !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
 }
 
 /// What the symbol branch found for an identifier query.
@@ -196,11 +176,11 @@ mod tests {
 
     #[test]
     fn a_file_stem_names_a_symbol_by_its_squashed_words() {
-        assert!(names(&squash("join_set"), &squash("JoinSet")));
-        assert!(names(&squash("format"), &squash("formatter")));
-        assert!(!names(&squash("format-inl"), &squash("formatter")));
-        assert!(!names(&squash("map"), &squash("mapper")));
-        assert!(!names("", "x"));
+        assert!(same_name(&squash("join_set"), &squash("JoinSet")));
+        assert!(same_name(&squash("format"), &squash("formatter")));
+        assert!(!same_name(&squash("format-inl"), &squash("formatter")));
+        assert!(!same_name(&squash("map"), &squash("mapper")));
+        assert!(!same_name("", "x"));
         assert_eq!(last_segment("GraphStore::lookup"), "lookup");
         assert_eq!(last_segment("obj->method"), "method");
         assert_eq!(last_segment("Formatter"), "Formatter");

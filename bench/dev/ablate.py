@@ -72,6 +72,10 @@ def means(path: Path) -> dict[str, float]:
     return out
 
 
+def cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quarry-bin", type=Path, default=PROJECT / "target" / "release" / "quarry")
@@ -107,8 +111,7 @@ def main() -> None:
         lex, hyb = m.get("quarry-lexical"), m.get("quarry-hybrid")
         change = "" if name == "defaults" or hyb is None else f"{hyb - base['quarry-hybrid']:+.3f}"
         label = "(none: the defaults)" if name == "defaults" else f"{what} (`{name}`)"
-        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
-        print(f"| {label} | {fmt(lex)} | {fmt(hyb)} | {change} |")
+        print(f"| {label} | {cell(lex)} | {cell(hyb)} | {change} |")
 
 
 if __name__ == "__main__":

@@ -479,8 +479,6 @@ impl QueryFacts {
     }
 }
 
-/// Lowercase without separators: `GraphStore`, `graph_store` and
-/// `graph-store` are all `graphstore`.
 /// Two words name one thing when they are equal, or one begins the other
 /// and the shorter has five letters or more (`format` and `formatter`,
 /// `middleware` and `middlewares`; not `map` and `mapper`).
@@ -489,6 +487,8 @@ pub(crate) fn same_name(a: &str, b: &str) -> bool {
     !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
 }
 
+/// Lowercase without separators: `GraphStore`, `graph_store` and
+/// `graph-store` are all `graphstore`.
 pub(crate) fn squash(word: &str) -> String {
     word.chars()
         .filter(|c| c.is_alphanumeric())

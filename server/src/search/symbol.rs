@@ -32,7 +32,7 @@ fn symbol_matches(
         keep,
         limit,
     );
-    order_ties(snapshot, last_segment(query_text), &mut matches);
+    order_ties(snapshot, query.name(), &mut matches);
     matches
 }
 
@@ -56,27 +56,11 @@ fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
         let named = same_name(&stem, &name);
         (!named, path.len(), path, chunk.start_line, m.chunk_id)
     };
-    let mut start = 0;
-    while start < matches.len() {
-        let (tier, score) = (matches[start].tier, matches[start].score);
-        let end = start
-            + matches[start..]
-                .iter()
-                .take_while(|m| m.tier == tier && m.score == score)
-                .count();
-        if end - start > 1 {
-            matches[start..end].sort_by_cached_key(key);
+    for ties in matches.chunk_by_mut(|a, b| a.tier == b.tier && a.score == b.score) {
+        if ties.len() > 1 {
+            ties.sort_by_cached_key(key);
         }
-        start = end;
     }
-}
-
-/// The name part of a qualified query: `lookup` of `GraphStore::lookup`.
-fn last_segment(text: &str) -> &str {
-    text.trim()
-        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-        .find(|part| !part.is_empty())
-        .unwrap_or("")
 }
 
 /// What the symbol branch found for an identifier query.
@@ -181,8 +165,11 @@ mod tests {
         assert!(!same_name(&squash("format-inl"), &squash("formatter")));
         assert!(!same_name(&squash("map"), &squash("mapper")));
         assert!(!same_name("", "x"));
-        assert_eq!(last_segment("GraphStore::lookup"), "lookup");
-        assert_eq!(last_segment("obj->method"), "method");
-        assert_eq!(last_segment("Formatter"), "Formatter");
+        // The name the ties are ordered by is the one the search matched.
+        assert_eq!(
+            SymbolQuery::parse("GraphStore::lookup", None).name(),
+            "lookup"
+        );
+        assert_eq!(SymbolQuery::parse("Formatter", None).name(), "formatter");
     }
 }

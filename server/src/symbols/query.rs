@@ -58,6 +58,12 @@ impl SymbolQuery {
         }
     }
 
+    /// The part matched against symbol names, lowercased: `lookup` of
+    /// `GraphStore::lookup`.
+    pub fn name(&self) -> &str {
+        std::str::from_utf8(&self.name.bytes).unwrap_or("")
+    }
+
     /// True when the query can match nothing sensible (no name and no
     /// container); `search` then returns no results.
     pub fn is_empty(&self) -> bool {

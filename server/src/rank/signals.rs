@@ -716,10 +716,12 @@ pub fn stem(word: &str) -> String {
         }
         return drop_e(&w[..w.len() - 1]);
     }
-    if let Some(s) = w
-        .strip_suffix('s')
-        .filter(|s| !s.ends_with('s') && s.len() >= 3)
-    {
+    // `status`, `axis`, `alias`, `canvas` are not plurals (and their
+    // plurals lose `es` above, meeting them here).
+    let singular_s = ["ss", "us", "is", "ias", "vas"]
+        .iter()
+        .any(|end| w.ends_with(end));
+    if let Some(s) = w.strip_suffix('s').filter(|s| !singular_s && s.len() >= 3) {
         return drop_e(s);
     }
     drop_e(w)
@@ -756,6 +758,14 @@ mod tests {
             ("calling", "call"),
             ("matches", "match"),
             ("class", "class"),
+            ("alias", "alias"),
+            ("aliases", "alias"),
+            ("status", "status"),
+            ("statuses", "status"),
+            ("analysis", "analysis"),
+            ("canvas", "canvas"),
+            ("schemas", "schema"),
+            ("ideas", "idea"),
             ("index", "index"),
             ("go", "go"),
             ("files", "fil"),

@@ -320,8 +320,13 @@ fn tests_sink_unless_asked_for_and_definitions_beat_mentions() {
         position(&hits) > position(&unpenalised),
         "{hits:?} {unpenalised:?}"
     );
+    // Asking for tests lifts the penalty: the test ranks at least where it
+    // does unpenalised (the word `test` also names its file).
     let asked = run(&ws, "retry failed request test", &SearchOptions::default());
-    assert_eq!(position(&asked), position(&unpenalised), "{asked:?}");
+    assert!(
+        position(&asked) <= position(&unpenalised),
+        "{asked:?} {unpenalised:?}"
+    );
 }
 
 /// The lexical list's confidence (what lowers the dense weight in fusion):

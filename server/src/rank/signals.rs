@@ -68,9 +68,13 @@ pub struct Signals {
     /// Multipliers for chunks of documentation and configuration/build
     /// files, unless the query asks for that kind of content.
     pub content: ContentPenalties,
-    /// Multiplier strength for query words naming the chunk's file (its
-    /// stem, and half for its directory): `1 + path_match * fraction`.
+    /// Strength of the boost for query words naming the chunk's file (its
+    /// stem or its folder): `path_match * top * fraction` is added, where
+    /// `fraction` is the (weighed) share of query words naming it.
     pub path_match: f32,
+    /// Weigh each query word of the path match by how few candidate files
+    /// it names (`path_matches`).
+    pub path_idf: bool,
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).
     pub file_evidence: f32,
@@ -98,6 +102,7 @@ impl Signals {
             stems: false,
             content: ContentPenalties::off(),
             path_match: 0.0,
+            path_idf: false,
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
@@ -120,7 +125,8 @@ impl Default for Signals {
             file_coherence: 0.2,
             stems: true,
             content: ContentPenalties::default(),
-            path_match: 1.0,
+            path_match: 1.5,
+            path_idf: true,
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
@@ -371,9 +377,10 @@ pub struct QueryFacts {
     /// The query asks for documentation or for configuration/build files.
     wants_docs: bool,
     wants_config: bool,
-    /// Stems of the query's plain words (3+ letters, no stopwords), for
-    /// matching file and folder names.
-    word_stems: FxHashSet<String>,
+    /// For each query word (split on whitespace and `-`) the stems of its parts
+    /// (3+ letters, no stopwords), for matching file and folder names:
+    /// `tRPC` is one word (`trpc`, `rpc`), not two.
+    word_stems: Vec<FxHashSet<String>>,
     /// The query is one word (an identifier search, not a description).
     single_word: bool,
     /// The query is a long text (an issue, a traceback):
@@ -468,13 +475,21 @@ impl QueryFacts {
                         | "package"
                 )
             });
-        facts.word_stems = facts
-            .terms
-            .iter()
-            .filter(|t| t.len() >= 3 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
-            .filter(|t| !is_stopword(t))
-            .map(|t| stem(t))
-            .collect();
+        let mut seen: FxHashSet<String> = FxHashSet::default();
+        for word in query.split(|c: char| c.is_whitespace() || c == '-') {
+            let mut stems = FxHashSet::default();
+            tokenize(word, &mut |t| {
+                if t.len() >= 3 && t.bytes().all(|b| b.is_ascii_alphanumeric()) && !is_stopword(t) {
+                    stems.insert(stem(t));
+                }
+            });
+            // A word said twice counts once.
+            stems.retain(|s| !seen.contains(s));
+            if !stems.is_empty() {
+                seen.extend(stems.iter().cloned());
+                facts.word_stems.push(stems);
+            }
+        }
         facts
     }
 }
@@ -508,12 +523,12 @@ pub struct ChunkFacts<'a> {
     pub lines: u32,
 }
 
-/// How much the query names a file: the fraction of the query's words
-/// (3+ letters, no stopwords) whose stem is the stem of a word of the
+/// Which query words name a file (bit `i` for `word_stems[i]`, the first
+/// 64): a word names it when one of its stems is the stem of a word of the
 /// file's name (`zsh_completions.go`: zsh, completions) or of its folder's.
-fn path_match(query: &QueryFacts, path: &str) -> f32 {
+fn path_words(query: &QueryFacts, path: &str) -> u64 {
     if query.word_stems.is_empty() {
-        return 0.0;
+        return 0;
     }
     let mut parts = path.rsplit('/');
     let file = parts.next().unwrap_or("");
@@ -528,8 +543,46 @@ fn path_match(query: &QueryFacts, path: &str) -> f32 {
         });
     }
     let names = |w: &str| named.contains(w) || named.iter().any(|n| same_name(n, w));
-    let hits = query.word_stems.iter().filter(|w| names(w)).count();
-    hits as f32 / query.word_stems.len() as f32
+    let mut bits = 0u64;
+    for (i, stems) in query.word_stems.iter().take(64).enumerate() {
+        if stems.iter().any(|w| names(w)) {
+            bits |= 1 << i;
+        }
+    }
+    bits
+}
+
+/// How much the query names each candidate file: the weighted fraction of
+/// the query's words that name it (`path_words`). A word weighs
+/// `ln(n / df) / ln(n)` over the `n` candidate files, `df` of which it
+/// names: the project's own name (`tRPC` in `parseTRPCMessage.ts`,
+/// `initTRPC.ts`, `TRPCError.ts`) tells the files apart less than
+/// `middleware` does.
+fn path_matches<'a>(query: &QueryFacts, paths: &[&'a str], idf: bool) -> FxHashMap<&'a str, f32> {
+    let words = query.word_stems.len().min(64);
+    let bits: Vec<u64> = paths.iter().map(|p| path_words(query, p)).collect();
+    let n = paths.len();
+    let weights: Vec<f32> = (0..words)
+        .map(|i| {
+            let df = bits.iter().filter(|b| *b & (1 << i) != 0).count();
+            if !idf || n < 2 || df == 0 {
+                1.0
+            } else {
+                ((n as f32 / df as f32).ln() / (n as f32).ln()).clamp(0.0, 1.0)
+            }
+        })
+        .collect();
+    paths
+        .iter()
+        .zip(bits)
+        .map(|(path, bits)| {
+            let named: f32 = (0..words)
+                .filter(|i| bits & (1 << i) != 0)
+                .map(|i| weights[i])
+                .sum();
+            (*path, named / query.word_stems.len().max(1) as f32)
+        })
+        .collect()
 }
 
 /// A file's class, or `Test` for code in a Rust `tests` module inside a
@@ -634,17 +687,24 @@ pub fn apply<'a>(
     // What depends only on the path, computed once per file: candidates
     // cluster in few files, and these walk the path's text.
     let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool)> = FxHashMap::default();
+    let named = if signals.path_match > 0.0 && !query.word_stems.is_empty() {
+        let mut paths: Vec<&str> = fused
+            .iter()
+            .filter_map(|f| facts(f.chunk_id).map(|c| c.path))
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        path_matches(query, &paths, signals.path_idf)
+    } else {
+        FxHashMap::default()
+    };
     for f in fused.iter_mut() {
         let Some(chunk) = facts(f.chunk_id) else {
             continue;
         };
         let (boost, path_factor, class, classed) =
             *by_path.entry(chunk.path).or_insert_with(|| {
-                let boost = if signals.path_match > 0.0 {
-                    signals.path_match * path_match(query, chunk.path)
-                } else {
-                    0.0
-                };
+                let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
                 let mut factor = 1.0;
                 let main = path_class(chunk.path);
                 for class in main.into_iter().chain(secondary_classes(chunk.path)) {
@@ -869,6 +929,33 @@ mod tests {
         ] {
             assert_eq!(content_class(path, language), class, "{path}");
         }
+    }
+
+    /// The path match of one file alone (no weighing over candidates).
+    fn path_match(query: &QueryFacts, path: &str) -> f32 {
+        path_matches(query, &[path], false)[path]
+    }
+
+    #[test]
+    fn words_naming_many_candidate_files_weigh_less() {
+        // Three words: trpc/rpc (one word), middleware, chains.
+        let query = QueryFacts::new("how tRPC middleware chains");
+        let paths = [
+            "core/initTRPC.ts",
+            "core/TRPCError.ts",
+            "core/rpc/parseTRPCMessage.ts",
+            "core/middleware.ts",
+        ];
+        let named = path_matches(&query, &paths, true);
+        // `trpc` names three of four files: ln(4/3)/ln(4) of a word.
+        let trpc = (4.0f32 / 3.0).ln() / 4.0f32.ln() / 3.0;
+        assert!((named["core/initTRPC.ts"] - trpc).abs() < 1e-6);
+        // `middleware` names one: a whole word.
+        assert!((named["core/middleware.ts"] - 1.0 / 3.0).abs() < 1e-6);
+        assert!(named["core/middleware.ts"] > 2.0 * named["core/TRPCError.ts"]);
+        // Unweighed, both count a whole word.
+        let flat = path_matches(&query, &paths, false);
+        assert_eq!(flat["core/initTRPC.ts"], flat["core/middleware.ts"]);
     }
 
     #[test]

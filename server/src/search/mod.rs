@@ -169,6 +169,7 @@ impl SearchOptions {
             "docs" => signals.content.docs = number,
             "config" => signals.content.config = number,
             "path" => signals.path_match = number,
+            "path_idf" => signals.path_idf = flag,
             "file" => signals.file_evidence = number,
             "short" => signals.short_chunk = number,
             "outside" => signals.outside_definitions = number,

@@ -641,8 +641,9 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
 /// lift a chunk from deep in the list: file coherence (each file's best
 /// chunk gains `file_coherence * top * file_sum / max_file_sum`, where a
 /// file's sum is over its chunks in the list) and the path match
-/// (`path_match * top * fraction of query words naming the file`). The
-/// rest multiply.
+/// (`path_match * top * share of query words naming the file`, each word
+/// weighed by how few candidate files it names: `path_matches`). The rest
+/// multiply.
 pub fn apply<'a>(
     fused: &mut [Fused],
     signals: &Signals,

@@ -124,7 +124,7 @@ impl SearchOptions {
     /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `coherence`, `stems` (0/1), `docs`,
-    /// `config`, `path`, `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// `config`, `path`, `path_idf` (0/1), `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
         let number: f32 = value

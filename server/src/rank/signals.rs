@@ -527,9 +527,6 @@ pub struct ChunkFacts<'a> {
 /// 64): a word names it when one of its stems is the stem of a word of the
 /// file's name (`zsh_completions.go`: zsh, completions) or of its folder's.
 fn path_words(query: &QueryFacts, path: &str) -> u64 {
-    if query.word_stems.is_empty() {
-        return 0;
-    }
     let mut parts = path.rsplit('/');
     let file = parts.next().unwrap_or("");
     let file_stem = file.split('.').next().unwrap_or(file);
@@ -651,11 +648,13 @@ pub fn apply<'a>(
     facts: impl Fn(u32) -> Option<ChunkFacts<'a>>,
 ) {
     let top = fused.iter().map(|f| f.score).fold(0.0f32, f32::max);
+    // Each candidate's facts, looked up once for every pass below.
+    let chunks: Vec<Option<ChunkFacts<'a>>> = fused.iter().map(|f| facts(f.chunk_id)).collect();
     if signals.file_coherence > 0.0 && top > 0.0 {
         // Per file: the sum of its scores and its best chunk's position.
         let mut files: FxHashMap<&str, (f32, usize)> = FxHashMap::default();
-        for (i, f) in fused.iter().enumerate() {
-            if let Some(chunk) = facts(f.chunk_id) {
+        for (i, (f, chunk)) in fused.iter().zip(&chunks).enumerate() {
+            if let Some(chunk) = chunk {
                 let entry = files.entry(chunk.path).or_insert((0.0, i));
                 entry.0 += f.score;
                 if f.score > fused[entry.1].score {
@@ -674,14 +673,10 @@ pub fn apply<'a>(
     // like code (`shared_definitions`).
     let mut definers: FxHashMap<String, u32> = FxHashMap::default();
     if signals.definition != 1.0 && signals.shared_definitions && query.long {
-        for f in fused.iter() {
-            if let Some(chunk) = facts(f.chunk_id) {
-                if chunk.kind.is_definition() {
-                    let name = squash(chunk.name);
-                    if query.identifiers.contains(&name) {
-                        *definers.entry(name).or_insert(0) += 1;
-                    }
-                }
+        for chunk in chunks.iter().flatten().filter(|c| c.kind.is_definition()) {
+            let name = squash(chunk.name);
+            if query.identifiers.contains(&name) {
+                *definers.entry(name).or_insert(0) += 1;
             }
         }
     }
@@ -689,18 +684,15 @@ pub fn apply<'a>(
     // cluster in few files, and these walk the path's text.
     let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool)> = FxHashMap::default();
     let named = if signals.path_match > 0.0 && !query.word_stems.is_empty() {
-        let mut paths: Vec<&str> = fused
-            .iter()
-            .filter_map(|f| facts(f.chunk_id).map(|c| c.path))
-            .collect();
+        let mut paths: Vec<&str> = chunks.iter().flatten().map(|c| c.path).collect();
         paths.sort_unstable();
         paths.dedup();
         path_matches(query, &paths, signals.path_idf)
     } else {
         FxHashMap::default()
     };
-    for f in fused.iter_mut() {
-        let Some(chunk) = facts(f.chunk_id) else {
+    for (f, chunk) in fused.iter_mut().zip(&chunks) {
+        let Some(chunk) = chunk else {
             continue;
         };
         let (boost, path_factor, class, classed) =
@@ -723,7 +715,7 @@ pub fn apply<'a>(
             });
         f.score += boost * top;
         let mut factor = path_factor;
-        if signals.definition != 1.0 && defines(query, &chunk) {
+        if signals.definition != 1.0 && defines(query, chunk) {
             let sharers = if definers.is_empty() {
                 1
             } else {

@@ -11,6 +11,7 @@ pub mod confine;
 pub mod dense;
 pub mod filter;
 pub mod index;
+pub mod layout;
 pub mod lexical;
 pub mod lsp;
 pub mod mcp;

@@ -677,6 +677,7 @@ fn run(cli: Cli) -> Result<()> {
                     "model": engine.model_id(),
                     "model_error": engine.unavailable_reason(),
                     "coverage": { "embedded": embedded, "total": total },
+                    "superseded": snapshot.layout.superseded(),
                 });
                 writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
             } else {
@@ -695,6 +696,13 @@ fn run(cli: Cli) -> Result<()> {
                 }
                 for (reason, n) in &summary.skipped {
                     writeln!(out, "skipped    {n} ({reason})")?;
+                }
+                // Folders ranked lower as copies of code kept beside them.
+                for folder in snapshot.layout.superseded() {
+                    writeln!(
+                        out,
+                        "superseded {folder}/ (ranked below the code it copies)"
+                    )?;
                 }
             }
         }

@@ -158,3 +158,28 @@ fn embed_limit_leaves_the_rest_pending_for_the_next_run() {
         "{second}"
     );
 }
+
+#[test]
+fn status_names_the_superseded_folders() {
+    let ws = Workspace::empty();
+    ws.write("src/time/wheel.rs", "pub fn poll() {}\n");
+    ws.write("src/time_alt/wheel.rs", "pub fn poll() {}\n");
+    let cache = ws.dir.path().join("cache");
+    let cache = cache.to_str().expect("utf8");
+    stdout(&quarry(
+        &ws,
+        &["index", ".", "--lexical", "--cache-dir", cache],
+    ));
+    let out = stdout(&quarry(&ws, &["status", "--lexical", "--cache-dir", cache]));
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("superseded src/time_alt/")),
+        "{out}"
+    );
+    let out = stdout(&quarry(
+        &ws,
+        &["status", "--json", "--lexical", "--cache-dir", cache],
+    ));
+    let value: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(value["superseded"], serde_json::json!(["src/time_alt"]));
+}

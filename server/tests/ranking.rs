@@ -399,3 +399,38 @@ fn traceback_frames_raise_the_definitions_they_point_at() {
         names(run(&ws, &query, &off))
     );
 }
+
+#[test]
+fn a_superseded_copy_ranks_below_the_code_it_copies() {
+    let ws = Workspace::empty();
+    // The same function in the current timer and in its alternative copy,
+    // which a plain ranking puts first (its file name matches more).
+    let body = "/// Advances the timer wheel to the next sleep deadline.\npub fn advance_wheel(now: u64) -> u64 { now + 1 }\n";
+    ws.write("src/time/driver.rs", body);
+    ws.write("src/time_alt/wheel.rs", body);
+    let options = SearchOptions {
+        limit: 2,
+        ..SearchOptions::default()
+    };
+    let query = "how the timer wheel advances to the next sleep deadline";
+    let paths = |options: &SearchOptions| -> Vec<String> {
+        run(&ws, query, options).into_iter().map(|h| h.0).collect()
+    };
+    let snapshot = {
+        let index = ws.open();
+        index.refresh(&|_| {}).expect("index");
+        index.snapshot()
+    };
+    assert_eq!(snapshot.layout.superseded(), ["src/time_alt"]);
+    assert_eq!(
+        paths(&options),
+        ["src/time/driver.rs", "src/time_alt/wheel.rs"]
+    );
+    // Without the penalty the copy's file name wins.
+    let mut kept = options.clone();
+    kept.tune("superseded", "1").expect("knob");
+    assert_eq!(
+        paths(&kept),
+        ["src/time_alt/wheel.rs", "src/time/driver.rs"]
+    );
+}

@@ -19,6 +19,7 @@ use crate::confine::{self, Refusal};
 use crate::dense::vectors::VectorIndex;
 use crate::dense::DenseTier;
 use crate::dense::{chunk_text, DenseEngine};
+use crate::layout::Layout;
 use crate::lexical::{Bm25Config, CorpusStats};
 use crate::walk::{self, WalkEntry};
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -160,6 +161,8 @@ pub struct Snapshot {
     pub vectors: Option<Arc<VectorIndex>>,
     /// The static tier's vectors (see `dense::static_tier`), the same way.
     pub static_vectors: Option<Arc<VectorIndex>>,
+    /// Folder-layout facts of the indexed files (superseded copies).
+    pub layout: Arc<Layout>,
 }
 
 impl Snapshot {
@@ -1408,6 +1411,13 @@ fn make_snapshot(
             FileState::Deleted => {}
         }
     }
+    let layout = Layout::of(
+        state
+            .files
+            .iter()
+            .filter(|(_, row)| matches!(row.state, FileState::Indexed { .. }))
+            .map(|(path, _)| path.as_str()),
+    );
     Snapshot {
         root: root.to_path_buf(),
         segments: state.segments.clone(),
@@ -1417,5 +1427,6 @@ fn make_snapshot(
         bm25: bm25.clone(),
         vectors,
         static_vectors: None,
+        layout: Arc::new(layout),
     }
 }

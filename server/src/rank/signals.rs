@@ -209,6 +209,9 @@ pub struct PathPenalties {
     pub compat: f32,
     /// TypeScript declaration files (`.d.ts`).
     pub declaration: f32,
+    /// Superseded copies of code kept beside it (`pydantic/v1/`,
+    /// `runtime/time_alt/`: see `layout`).
+    pub superseded: f32,
 }
 
 impl PathPenalties {
@@ -222,6 +225,7 @@ impl PathPenalties {
             barrel: 1.0,
             compat: 1.0,
             declaration: 1.0,
+            superseded: 1.0,
         }
     }
 
@@ -235,6 +239,7 @@ impl PathPenalties {
             PathClass::Barrel => self.barrel,
             PathClass::Compat => self.compat,
             PathClass::Declaration => self.declaration,
+            PathClass::Superseded => self.superseded,
         }
     }
 }
@@ -250,6 +255,7 @@ impl Default for PathPenalties {
             barrel: 0.5,
             compat: 0.3,
             declaration: 0.7,
+            superseded: 0.3,
         }
     }
 }
@@ -265,6 +271,7 @@ pub enum PathClass {
     Barrel,
     Compat,
     Declaration,
+    Superseded,
 }
 
 /// The lesser classes of a path, which can stack on `path_class`'s:
@@ -521,6 +528,8 @@ pub struct ChunkFacts<'a> {
     pub language: Language,
     /// Lines in the chunk's range.
     pub lines: u32,
+    /// In a superseded copy of code kept beside it (`layout::Layout`).
+    pub superseded: bool,
 }
 
 /// Which query words name a file (bit `i` for `word_stems[i]`, the first
@@ -700,7 +709,12 @@ pub fn apply<'a>(
                 let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
                 let mut factor = 1.0;
                 let main = path_class(chunk.path);
-                for class in main.into_iter().chain(secondary_classes(chunk.path)) {
+                let superseded = chunk.superseded.then_some(PathClass::Superseded);
+                for class in main
+                    .into_iter()
+                    .chain(secondary_classes(chunk.path))
+                    .chain(superseded)
+                {
                     if !(class == PathClass::Test && query.wants_tests) {
                         factor *= signals.penalties.factor(class);
                     }
@@ -872,6 +886,7 @@ mod tests {
                     kind,
                     language,
                     lines: 10,
+                    superseded: false,
                 })
         }
     }
@@ -995,6 +1010,7 @@ mod tests {
                 kind: ChunkKind::Section,
                 language: *language,
                 lines: 10,
+                superseded: false,
             })
         };
         let signals = Signals {
@@ -1072,6 +1088,7 @@ mod tests {
                 kind: ChunkKind::Function,
                 language: Language::Rust,
                 lines: 10,
+                superseded: false,
             })
         };
         let signals = Signals {
@@ -1088,6 +1105,38 @@ mod tests {
     }
 
     #[test]
+    fn superseded_copies_rank_below_the_code_they_copy() {
+        // The same definition twice, the copy (time_alt) first by a hair.
+        let paths = ["runtime/time_alt/wheel.rs", "runtime/time/wheel.rs"];
+        let facts = |id: u32| {
+            paths.get(id as usize).map(|path| ChunkFacts {
+                path,
+                name: "poll",
+                qualified_name: "Wheel::poll",
+                kind: ChunkKind::Method,
+                language: Language::Rust,
+                lines: 10,
+                superseded: path.contains("_alt/"),
+            })
+        };
+        let query = QueryFacts::new("how the timer wheel expires entries");
+        let order = |signals: &Signals| {
+            let mut list = vec![fused(0, 1.0), fused(1, 0.99)];
+            apply(&mut list, signals, &query, facts);
+            list.iter().map(|f| f.chunk_id).collect::<Vec<u32>>()
+        };
+        assert_eq!(order(&Signals::default()), vec![1, 0]);
+        let kept = Signals {
+            penalties: PathPenalties {
+                superseded: 1.0,
+                ..PathPenalties::default()
+            },
+            ..Signals::default()
+        };
+        assert_eq!(order(&kept), vec![0, 1]);
+    }
+
+    #[test]
     fn rust_test_modules_count_as_tests() {
         let facts = |qualified_name| ChunkFacts {
             path: "src/lexical/query.rs",
@@ -1096,6 +1145,7 @@ mod tests {
             kind: ChunkKind::Function,
             language: Language::Rust,
             lines: 10,
+            superseded: false,
         };
         assert_eq!(chunk_class(&facts("tests::parses")), Some(PathClass::Test));
         assert_eq!(
@@ -1119,6 +1169,7 @@ mod tests {
             kind,
             language: Language::Rust,
             lines: 10,
+            superseded: false,
         }
     }
 

@@ -123,7 +123,7 @@ impl SearchOptions {
     /// `cap`, `saturation`, `head`, `exact` (0/1),
     /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
-    /// `declaration`, `coherence`, `stems` (0/1), `docs`,
+    /// `declaration`, `superseded`, `coherence`, `stems` (0/1), `docs`,
     /// `config`, `path`, `path_idf` (0/1), `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -164,6 +164,7 @@ impl SearchOptions {
             "barrel" => signals.penalties.barrel = number,
             "compat" => signals.penalties.compat = number,
             "declaration" => signals.penalties.declaration = number,
+            "superseded" => signals.penalties.superseded = number,
             "coherence" => signals.file_coherence = number,
             "stems" => signals.stems = flag,
             "docs" => signals.content.docs = number,
@@ -412,6 +413,7 @@ pub fn search_blended(
             kind: chunk.kind,
             language: chunk.language,
             lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
+            superseded: snapshot.layout.is_superseded(segment.path_of(chunk)),
         })
     });
     if options.signals.frames > 0.0 {

@@ -1,0 +1,191 @@
+//! What a workspace's folder layout says about its files, read from the
+//! list of indexed paths alone: which folders are superseded copies of
+//! code that lives beside them.
+//!
+//! A project sometimes keeps a second copy of some of its code: pydantic
+//! ships its previous major version as `pydantic/v1/` (`v1/fields.py` next to
+//! `fields.py`), tokio an alternative timer as `runtime/time_alt/` beside
+//! `runtime/time/`. A question about the project is answered by the current
+//! code; the copy repeats its words and pushes it down. Ranking demotes
+//! what this module marks (`rank::signals::PathClass::Superseded`).
+//!
+//! Never: read a file, or mark a folder from its name alone: a `v1/` or
+//! `*_old/` folder counts only when the code it stands beside is there too.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// Name endings of a folder that is a variant of the sibling folder named
+/// by the rest (`time_alt` beside `time`).
+const VARIANT_SUFFIXES: [&str; 6] = ["_alt", "_old", "_legacy", "-alt", "-old", "-legacy"];
+
+/// File names every package folder may hold, which say nothing about two
+/// folders holding the same code.
+const COMMON_FILES: [&str; 9] = [
+    "__init__.py",
+    "mod.rs",
+    "lib.rs",
+    "index.ts",
+    "index.js",
+    "README.md",
+    "package-info.java",
+    "py.typed",
+    "conftest.py",
+];
+
+/// Shared module names that make a `v<N>` folder a copy of its parent.
+const MIN_SHARED_FILES: usize = 2;
+
+/// The superseded folders of one workspace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Root-relative folder paths, without a trailing `/`.
+    superseded: FxHashSet<Box<str>>,
+}
+
+impl Layout {
+    /// Reads the layout off root-relative, `/`-separated file paths. A
+    /// folder is superseded when
+    /// - its name is a variant of a sibling folder's (`time_alt`, `time_old`,
+    ///   `time_legacy` beside `time`), or
+    /// - its name is a version (`v1`, `v2`) and its parent folder holds at
+    ///   least two of its module names (`pydantic/v1/fields.py` and
+    ///   `pydantic/fields.py`): the package carries its previous version.
+    pub fn of<'a>(paths: impl IntoIterator<Item = &'a str>) -> Layout {
+        // Folder -> the names of the files and folders directly in it.
+        let mut files: FxHashMap<&'a str, FxHashSet<&'a str>> = FxHashMap::default();
+        let mut folders: FxHashMap<&'a str, FxHashSet<&'a str>> = FxHashMap::default();
+        for path in paths {
+            let (mut folder, file) = split_last(path);
+            files.entry(folder).or_default().insert(file);
+            while !folder.is_empty() {
+                let (parent, name) = split_last(folder);
+                if !folders.entry(parent).or_default().insert(name) {
+                    break;
+                }
+                folder = parent;
+            }
+        }
+        let mut superseded = FxHashSet::default();
+        for (parent, names) in &folders {
+            for name in names {
+                let variant = VARIANT_SUFFIXES.iter().any(|suffix| {
+                    name.strip_suffix(suffix)
+                        .is_some_and(|base| !base.is_empty() && names.contains(base))
+                });
+                let version = is_version(name) && {
+                    let inner = files.get(join(parent, name).as_str());
+                    let outer = files.get(parent);
+                    inner.zip(outer).is_some_and(|(inner, outer)| {
+                        inner
+                            .iter()
+                            .filter(|f| !COMMON_FILES.contains(f) && outer.contains(*f))
+                            .count()
+                            >= MIN_SHARED_FILES
+                    })
+                };
+                if variant || version {
+                    superseded.insert(join(parent, name).into_boxed_str());
+                }
+            }
+        }
+        Layout { superseded }
+    }
+
+    /// Whether `path` (root-relative) lies in a superseded folder.
+    pub fn is_superseded(&self, path: &str) -> bool {
+        !self.superseded.is_empty()
+            && path
+                .match_indices('/')
+                .any(|(end, _)| self.superseded.contains(&path[..end]))
+    }
+
+    /// The superseded folders, sorted (for status and tests).
+    pub fn superseded(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.superseded.iter().map(|s| &**s).collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// `a/b/c` -> (`a/b`, `c`); `c` -> (``, `c`).
+fn split_last(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+/// `v1`, `v2`, `V10`.
+fn is_version(name: &str) -> bool {
+    let digits = name.strip_prefix(['v', 'V']).unwrap_or("");
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_folder_beside_its_original_is_superseded() {
+        let layout = Layout::of([
+            "runtime/time/wheel/mod.rs",
+            "runtime/time_alt/wheel/mod.rs",
+            "runtime/time_alt/timer.rs",
+            "runtime/io_old/driver.rs",
+        ]);
+        assert_eq!(layout.superseded(), ["runtime/time_alt"]);
+        assert!(layout.is_superseded("runtime/time_alt/wheel/mod.rs"));
+        assert!(layout.is_superseded("runtime/time_alt/timer.rs"));
+        assert!(!layout.is_superseded("runtime/time/wheel/mod.rs"));
+        // `io_old` has no `io` beside it: its name alone does not count.
+        assert!(!layout.is_superseded("runtime/io_old/driver.rs"));
+    }
+
+    #[test]
+    fn a_version_folder_copying_its_parent_is_superseded() {
+        let layout = Layout::of([
+            "pydantic/__init__.py",
+            "pydantic/fields.py",
+            "pydantic/main.py",
+            "pydantic/v1/__init__.py",
+            "pydantic/v1/fields.py",
+            "pydantic/v1/main.py",
+            // An API's version folder holds other modules than its parent.
+            "api/server.py",
+            "api/v1/__init__.py",
+            "api/v1/users.py",
+            "api/v1/orders.py",
+        ]);
+        assert_eq!(layout.superseded(), ["pydantic/v1"]);
+        assert!(layout.is_superseded("pydantic/v1/fields.py"));
+        assert!(!layout.is_superseded("pydantic/fields.py"));
+        assert!(!layout.is_superseded("api/v1/users.py"));
+    }
+
+    #[test]
+    fn shared_package_boilerplate_does_not_make_a_copy() {
+        let layout = Layout::of([
+            "pkg/__init__.py",
+            "pkg/mod.rs",
+            "pkg/v2/__init__.py",
+            "pkg/v2/mod.rs",
+        ]);
+        assert!(layout.superseded().is_empty());
+        assert!(!layout.is_superseded("pkg/v2/mod.rs"));
+    }
+
+    #[test]
+    fn top_level_folders_and_files_work() {
+        let layout = Layout::of(["time/a.rs", "time_alt/a.rs", "lib.rs"]);
+        assert_eq!(layout.superseded(), ["time_alt"]);
+        assert!(layout.is_superseded("time_alt/a.rs"));
+        assert!(!layout.is_superseded("lib.rs"));
+        assert!(!layout.is_superseded("time_alt"));
+        assert!(Layout::of(std::iter::empty()).superseded().is_empty());
+    }
+}

@@ -431,3 +431,26 @@ fn write_keeping_mtime(path: &std::path::Path, text: &str, mtime: std::time::Sys
         .set_modified(mtime)
         .expect("set mtime");
 }
+
+#[test]
+fn the_layout_follows_added_and_removed_files_not_edits() {
+    let ws = Workspace::empty();
+    ws.write("src/time/wheel.rs", "pub fn poll() {}\n");
+    ws.write("src/time_alt/wheel.rs", "pub fn poll() {}\n");
+    let index = ws.open();
+    index.refresh(&|_| {}).expect("cold");
+    let before = index.snapshot().layout.clone();
+    assert_eq!(before.superseded(), ["src/time_alt"]);
+    // An edit keeps the set of paths: the same layout is reused.
+    ws.write("src/time_alt/wheel.rs", "pub fn poll() -> u32 { 1 }\n");
+    let edit = index.refresh(&|_| {}).expect("edit");
+    assert!(edit.wrote && edit.files_reparsed == 1, "{edit:?}");
+    assert!(std::sync::Arc::ptr_eq(&before, &index.snapshot().layout));
+    // Without the original beside it, the copy is no longer one.
+    std::fs::remove_file(ws.root().join("src/time/wheel.rs")).expect("remove");
+    index.refresh(&|_| {}).expect("delete");
+    assert!(index.snapshot().layout.superseded().is_empty());
+    // Nor after a reopen from the cache.
+    drop(index);
+    assert!(ws.open().snapshot().layout.superseded().is_empty());
+}

@@ -238,6 +238,9 @@ struct WriterState {
     dead: Vec<u64>,
     n_dead: u64,
     n_stored: u64,
+    /// The layout of `files`, kept while the set of indexed paths stays
+    /// the same (an edit), read again when it changes (`None`).
+    layout: Option<Arc<Layout>>,
 }
 
 /// A workspace index: the committed segments plus the writer lock, if held.
@@ -335,7 +338,8 @@ impl Index {
                 cache_dir.display()
             ));
         }
-        let snapshot = make_snapshot(&root, &state, &config.bm25, None);
+        let mut state = state;
+        let snapshot = make_snapshot(&root, &mut state, &config.bm25, None);
         Ok(Index {
             root,
             cache_dir,
@@ -654,7 +658,7 @@ impl Index {
         Ok(())
     }
 
-    fn publish(&self, state: &WriterState) {
+    fn publish(&self, state: &mut WriterState) {
         let mut snapshot = make_snapshot(
             &self.root,
             state,
@@ -702,8 +706,8 @@ impl Index {
             None => VectorIndex::new(model_id, dim).map_err(|e| vector_err(&self.cache_dir, e))?,
         };
         slot.store(Some(Arc::new(vectors)));
-        let state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        self.publish(&state);
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        self.publish(&mut state);
         Ok(())
     }
 
@@ -1212,6 +1216,12 @@ fn apply_row(state: &mut WriterState, row: &FileRow, killed: &mut Vec<u32>) {
     } else {
         state.files.insert(row.path.clone(), row.clone())
     };
+    let was_indexed = old
+        .as_ref()
+        .is_some_and(|old| matches!(old.state, FileState::Indexed { .. }));
+    if was_indexed != matches!(row.state, FileState::Indexed { .. }) {
+        state.layout = None;
+    }
     if let Some(FileRow {
         state: FileState::Indexed { chunk_ids, .. },
         ..
@@ -1275,6 +1285,7 @@ fn empty_state(root: &str) -> WriterState {
         dead: Vec::new(),
         n_dead: 0,
         n_stored: 0,
+        layout: None,
     }
 }
 
@@ -1385,7 +1396,7 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
 
 fn make_snapshot(
     root: &Path,
-    state: &WriterState,
+    state: &mut WriterState,
     bm25: &Bm25Config,
     vectors: Option<Arc<VectorIndex>>,
 ) -> Snapshot {
@@ -1411,13 +1422,18 @@ fn make_snapshot(
             FileState::Deleted => {}
         }
     }
-    let layout = Layout::of(
-        state
-            .files
-            .iter()
-            .filter(|(_, row)| matches!(row.state, FileState::Indexed { .. }))
-            .map(|(path, _)| path.as_str()),
-    );
+    let layout = state
+        .layout
+        .get_or_insert_with(|| {
+            Arc::new(Layout::of(
+                state
+                    .files
+                    .iter()
+                    .filter(|(_, row)| matches!(row.state, FileState::Indexed { .. }))
+                    .map(|(path, _)| path.as_str()),
+            ))
+        })
+        .clone();
     Snapshot {
         root: root.to_path_buf(),
         segments: state.segments.clone(),
@@ -1427,6 +1443,6 @@ fn make_snapshot(
         bm25: bm25.clone(),
         vectors,
         static_vectors: None,
-        layout: Arc::new(layout),
+        layout,
     }
 }

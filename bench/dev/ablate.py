@@ -38,9 +38,10 @@ CONFIGS: list[tuple[str, str, str]] = [
     ("head", "the diverse head: diversity over all ten places", "--rank head=1000"),
     ("definition", "definitions over mentions of a queried name (1.5)", "--rank definition=1"),
     ("symbol-weight", "name-matching lists weighted 2 for code-like queries", "--rank symbol_query=1"),
-    ("penalties", "path penalties (tests, examples, vendored, generated, re-exports, compat, .d.ts)",
+    ("penalties", "path penalties (tests, examples, vendored, generated, re-exports, compat, .d.ts, superseded copies)",
      "--rank test=1 --rank vendored=1 --rank generated=1 --rank minified=1 --rank example=1 "
-     "--rank barrel=1 --rank compat=1 --rank declaration=1"),
+     "--rank barrel=1 --rank compat=1 --rank declaration=1 --rank superseded=1"),
+    ("superseded", "superseded copies kept beside the code (v1/, time_alt/) (0.3)", "--rank superseded=1"),
     ("content", "docs and config content classes", "--rank docs=1 --rank config=1"),
     ("coherence", "file coherence (0.2)", "--rank coherence=0"),
     ("path", "the path match (1.5, words weighed by candidate files)", "--rank path=0"),

@@ -322,7 +322,7 @@ impl Index {
                 None
             }
         };
-        let state = state.unwrap_or_else(|| {
+        let mut state = state.unwrap_or_else(|| {
             // A new index hands out chunk ids from zero: vectors saved
             // under the old ids would name other chunks.
             if lock.is_some() {
@@ -338,7 +338,6 @@ impl Index {
                 cache_dir.display()
             ));
         }
-        let mut state = state;
         let snapshot = make_snapshot(&root, &mut state, &config.bm25, None);
         Ok(Index {
             root,

@@ -36,7 +36,7 @@ const COMMON_FILES: [&str; 9] = [
 const MIN_SHARED_FILES: usize = 2;
 
 /// The superseded folders of one workspace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Layout {
     /// Root-relative folder paths, without a trailing `/`.
     superseded: FxHashSet<Box<str>>,
@@ -65,6 +65,20 @@ impl Layout {
                 folder = parent;
             }
         }
+        // Whether the folder at `path`, in `parent`, shares enough module
+        // names with `parent` to be a copy of it.
+        let copies_parent = |parent: &str, path: &str| {
+            files
+                .get(path)
+                .zip(files.get(parent))
+                .is_some_and(|(inner, outer)| {
+                    inner
+                        .iter()
+                        .filter(|f| !COMMON_FILES.contains(f) && outer.contains(*f))
+                        .count()
+                        >= MIN_SHARED_FILES
+                })
+        };
         let mut superseded = FxHashSet::default();
         for (parent, names) in &folders {
             for name in names {
@@ -72,19 +86,12 @@ impl Layout {
                     name.strip_suffix(suffix)
                         .is_some_and(|base| !base.is_empty() && names.contains(base))
                 });
-                let version = is_version(name) && {
-                    let inner = files.get(join(parent, name).as_str());
-                    let outer = files.get(parent);
-                    inner.zip(outer).is_some_and(|(inner, outer)| {
-                        inner
-                            .iter()
-                            .filter(|f| !COMMON_FILES.contains(f) && outer.contains(*f))
-                            .count()
-                            >= MIN_SHARED_FILES
-                    })
-                };
-                if variant || version {
-                    superseded.insert(join(parent, name).into_boxed_str());
+                if !variant && !is_version(name) {
+                    continue;
+                }
+                let path = join(parent, name);
+                if variant || copies_parent(parent, &path) {
+                    superseded.insert(path.into_boxed_str());
                 }
             }
         }

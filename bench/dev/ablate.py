@@ -50,6 +50,7 @@ CONFIGS: list[tuple[str, str, str]] = [
     ("confidence", "lexical confidence lowering the dense weight (0.65)", "--rank fuse.confidence=0"),
     ("short-queries", "linear confidence curve for queries of up to 8 words", "--rank fuse.short_words=0"),
     ("long-dense", "dense weight 3 for long queries (issue texts)", "--rank fuse.long_dense=1"),
+    ("past-cut", "what a cut list left out ranks past the cut (1.6 x depth)", "--rank fuse.missing=0"),
     ("frames", "traceback frames located in the index", "--rank frames=0"),
 ]
 

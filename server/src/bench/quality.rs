@@ -515,6 +515,7 @@ pub fn configs() -> Vec<Config> {
         fuse: FuseConfig {
             lexical_confidence: 0.0,
             long_dense: 1.0,
+            missing: 0.0,
             ..FuseConfig::default()
         },
         ..SearchOptions::default()
@@ -599,6 +600,13 @@ pub fn configs() -> Vec<Config> {
             &format!("+ long-query dense weight {}", fuse_defaults.long_dense),
             fusion(&|f| f.long_dense = fuse_defaults.long_dense),
         ),
+        row(
+            &format!(
+                "+ left out of a cut list = rank {} x depth",
+                fuse_defaults.missing
+            ),
+            fusion(&|f| f.missing = fuse_defaults.missing),
+        ),
         Config {
             label: format!("full stack (defaults: {})", describe(&defaults)),
             options: SearchOptions::default(),
@@ -659,6 +667,9 @@ fn describe(s: &Signals) -> String {
     }
     if FuseConfig::default().long_dense != 1.0 {
         on.push("long-query dense weight");
+    }
+    if FuseConfig::default().missing != 0.0 {
+        on.push("rank past the cut");
     }
     on.join(", ")
 }

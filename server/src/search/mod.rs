@@ -113,7 +113,7 @@ impl Default for SearchOptions {
 
 impl SearchOptions {
     /// Sets one ranking knob by name (`quarry search --rank KEY=VALUE`, used
-    /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`,
+    /// by the quality benchmarks for ablations): `fuse.k`, `fuse.depth`, `fuse.missing`,
     /// `fuse.lexical|dense|symbol` (branch weights), `fuse.dense_alone`,
     /// `fuse.static` (dense weight factor for the static tier),
     /// `fuse.fill` (the static tier's discount where it stands in for the
@@ -136,6 +136,7 @@ impl SearchOptions {
         match key {
             "fuse.k" => self.fuse.k = number,
             "fuse.depth" => self.fuse.depth = Some(number.max(1.0) as usize),
+            "fuse.missing" => self.fuse.missing = number.max(0.0),
             "fuse.lexical" => self.fuse.weights[0] = number,
             "fuse.dense" => self.fuse.weights[1] = number,
             "fuse.symbol" => self.fuse.weights[2] = number,
@@ -384,6 +385,8 @@ pub fn search_blended(
         (Branch::Symbol, symbol_ids.as_slice()),
     ];
     let mut fuse_config = options.fuse.clone();
+    // The depth the lists were cut at (what a full list left out ranks past).
+    fuse_config.depth = Some(depth);
     if tier == DenseTier::Static {
         fuse_config.weights[1] *= fuse_config.static_dense;
     }

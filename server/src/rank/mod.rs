@@ -3,11 +3,14 @@
 //! chunk a list cut at its depth left out counts at a rank past the cut,
 //! then exact-match priority and the per-file cap with backfill.
 //!
-//! Owns: `FuseConfig` (k, depth, per-branch weights), `fuse`, `merge_partial`,
-//! `promote`, `cap_per_file` and `saturate_per_file`.
+//! Owns: `FuseConfig` (k, depth, per-branch weights, the rank past the
+//! cut), `fuse`, `merge_partial`, `promote`, `cap_per_file` and
+//! `saturate_per_file`.
 //! Invariants: ranks are 1-based; a chunk's fused score only depends on its
-//! ranks; ties break on the best single rank, then on chunk id, so output
-//! is deterministic; every fused hit remembers its rank in each branch.
+//! ranks and on which lists were cut (a rank past the cut is no rank: the
+//! hit does not claim that list found it); ties break on the best single
+//! rank, then on chunk id, so output is deterministic; every fused hit
+//! remembers its rank in each branch.
 //! Never: look at text, scores of individual branches or the index.
 
 pub mod frames;

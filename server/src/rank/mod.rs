@@ -48,8 +48,6 @@ pub struct FuseConfig {
     /// The RRF constant: larger values flatten the rank curve.
     pub k: f32,
     /// Candidates fetched per branch; `None` means `max(limit * 4, 50)`.
-    /// `fuse` reads it as the depth the lists were cut at: a list this
-    /// long was cut, so what it left out ranks past its end (`missing`).
     pub depth: Option<usize>,
     /// Where a chunk that a cut list left out ranks in it, as a multiple of
     /// the depth (0: nowhere, plain RRF). Without it, a chunk one list puts
@@ -211,10 +209,11 @@ impl Fused {
 }
 
 /// Fuses ranked lists of chunk ids (best first). A chunk listed twice in one
-/// branch keeps its first rank. With `config.depth` set, a chunk that a
-/// list of that length (a cut list) left out is counted at rank
-/// `missing * depth` in it (`FuseConfig::missing`).
-pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<Fused> {
+/// branch keeps its first rank. `cut` is the depth the lists were cut at
+/// (`FuseConfig::depth_for`): a chunk that a list of that length left out
+/// is counted at rank `missing * cut` in it (`FuseConfig::missing`). With
+/// `None`, what a list left out counts nothing (plain RRF).
+pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig, cut: Option<usize>) -> Vec<Fused> {
     let mut by_chunk: rustc_hash::FxHashMap<u32, usize> = Default::default();
     let mut fused: Vec<Fused> = Vec::new();
     for (branch, ids) in lists {
@@ -237,9 +236,9 @@ pub fn fuse(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<Fused> {
             entry.score += weight / (config.k + rank as f32);
         }
     }
-    if let Some(depth) = config.depth.filter(|_| config.missing > 0.0) {
+    if let Some(depth) = cut.filter(|&d| d > 0 && config.missing > 0.0) {
         // Past the cut, in every list that was cut, for what it left out.
-        let past_cut = config.missing * depth.max(1) as f32;
+        let past_cut = config.missing * depth as f32;
         for (branch, ids) in lists {
             if ids.len() < depth {
                 continue;
@@ -568,7 +567,10 @@ mod tests {
     }
 
     fn order(lists: &[(Branch, &[u32])], config: &FuseConfig) -> Vec<u32> {
-        fuse(lists, config).iter().map(|f| f.chunk_id).collect()
+        fuse(lists, config, None)
+            .iter()
+            .map(|f| f.chunk_id)
+            .collect()
     }
 
     #[test]
@@ -578,6 +580,7 @@ mod tests {
         let fused = fuse(
             &[(Branch::Lexical, lexical), (Branch::Dense, dense)],
             &FuseConfig::default(),
+            None,
         );
         assert_eq!(fused[0].chunk_id, 2);
         assert_eq!(fused[0].ranks, [Some(2), Some(2), None]);
@@ -599,23 +602,25 @@ mod tests {
         let lexical: &[u32] = &[1, 2, 3, 9];
         let dense: &[u32] = &[5, 6, 7, 9];
         let lists = [(Branch::Lexical, lexical), (Branch::Dense, dense)];
-        let cut_at = |depth: usize, missing: f32| FuseConfig {
-            depth: Some(depth),
-            missing,
-            ..FuseConfig::default()
+        let cut_at = |depth: usize, missing: f32| {
+            let config = FuseConfig {
+                missing,
+                ..FuseConfig::default()
+            };
+            fuse(&lists, &config, Some(depth))
         };
         // Counted at rank 1.6 * 4 in the dense list, chunk 1 wins.
-        let fused = fuse(&lists, &cut_at(4, 1.6));
+        let fused = cut_at(4, 1.6);
         assert_eq!(fused[0].chunk_id, 1);
         assert!((fused[0].score - (1.0 / 61.0 + 1.0 / 66.4)).abs() < 1e-6);
         // The credit is no rank: the hit still says which lists found it.
         assert_eq!(fused[0].ranks, [Some(1), None, None]);
         // Plain RRF: the cut decides, and agreement at 4th wins.
-        assert_eq!(fuse(&lists, &cut_at(4, 0.0))[0].chunk_id, 9);
-        assert_eq!(fuse(&lists, &FuseConfig::default())[0].chunk_id, 9);
+        assert_eq!(cut_at(4, 0.0)[0].chunk_id, 9);
+        assert_eq!(fuse(&lists, &FuseConfig::default(), None)[0].chunk_id, 9);
         // Lists shorter than the depth hold everything that matched them:
         // what they left out earns nothing.
-        assert_eq!(fuse(&lists, &cut_at(5, 1.6))[0].chunk_id, 9);
+        assert_eq!(cut_at(5, 1.6)[0].chunk_id, 9);
     }
 
     #[test]
@@ -689,11 +694,11 @@ mod tests {
     #[test]
     fn duplicates_keep_their_first_rank_and_empty_is_empty() {
         let lexical: &[u32] = &[7, 7, 8];
-        let fused = fuse(&[(Branch::Lexical, lexical)], &FuseConfig::default());
+        let fused = fuse(&[(Branch::Lexical, lexical)], &FuseConfig::default(), None);
         assert_eq!(fused.len(), 2);
         assert_eq!(fused[0].rank(Branch::Lexical), Some(1));
         assert_eq!(fused[1].rank(Branch::Lexical), Some(3));
-        assert!(fuse(&[], &FuseConfig::default()).is_empty());
+        assert!(fuse(&[], &FuseConfig::default(), None).is_empty());
     }
 
     #[test]

@@ -385,8 +385,6 @@ pub fn search_blended(
         (Branch::Symbol, symbol_ids.as_slice()),
     ];
     let mut fuse_config = options.fuse.clone();
-    // The depth the lists were cut at (what a full list left out ranks past).
-    fuse_config.depth = Some(depth);
     if tier == DenseTier::Static {
         fuse_config.weights[1] *= fuse_config.static_dense;
     }
@@ -404,7 +402,7 @@ pub fn search_blended(
     // A lexical list whose best hit holds the whole query is evidence the
     // dense list should not overrule; one that matches little is not.
     fuse_config.weights[1] *= options.fuse.dense_factor(query_text, coverage);
-    let mut fused = fuse(&lists, &fuse_config);
+    let mut fused = fuse(&lists, &fuse_config, Some(depth));
     let lexical_info: FxHashMap<u32, &LexicalHit> =
         lexical.iter().map(|h| (h.chunk_id, h)).collect();
     let query_facts = QueryFacts::new(query_text);

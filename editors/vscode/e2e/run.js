@@ -1,15 +1,23 @@
 // End-to-end in a real VS Code: code-server (its npm package carries the
 // VS Code build) with the packaged extension installed, driven through
 // Chromium by playwright-core, against the real `quarry lsp` on a copy of
-// the fixture. Two passes, each a fresh code-server:
-// - lexical (no model): "Quarry: Search Code" for an identifier opens the
-//   file at the definition's name; Ctrl+T (workspace/symbol) opens a
-//   decorated class at its name, not at the decorator;
+// the fixture. Three passes, each a fresh code-server:
+// - lexical (no model): Enter pressed in "Quarry: Search Code" before the
+//   results arrive opens the top hit, at the definition's name; impl blocks
+//   are labelled `impl …` and the detail line is not the doc comment; a
+//   query nothing matches says "No results"; Ctrl+T (workspace/symbol)
+//   opens a decorated class at its name, not at the decorator; "Quarry:
+//   Restart Server" twice says "starting" each time and leaves exactly one
+//   "Quarry" output channel;
 // - hybrid (the installed model; skipped with a message when there is none,
-//   failed when QUARRY_REQUIRE_MODEL=1): the status bar counts the coverage
-//   up to "hybrid", a natural-language query's top hit is the one only the
-//   dense branch finds, and the picker shows a one-word query's hits in the
-//   server's order (the order `quarry search` prints for the same index).
+//   failed when QUARRY_REQUIRE_MODEL=1): the status bar says "starting"
+//   first, then counts the coverage up to "hybrid", a natural-language
+//   query's top hit is the one only the dense branch finds, the picker
+//   shows a one-word query's hits in the server's order (the order `quarry
+//   search` prints for the same index), and an identifier that exists
+//   nowhere says "No match … showing nearest by meaning";
+// - restricted (Restricted Mode): the status bar and the commands say why
+//   the server does not start.
 // Screenshots of each step go to $E2E_ARTIFACTS (default e2e/artifacts).
 //
 //   node e2e/run.js CODE_SERVER [QUARRY_BIN]
@@ -123,7 +131,7 @@ const statusText = (page) =>
   page.$$eval(".statusbar-item", (els) => els.map((e) => e.textContent || "")).catch(() => []);
 
 /** Runs one code-server session on a fresh copy of the fixture. */
-async function session(name, { model }, steps) {
+async function session(name, { model, trusted = true }, steps) {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), `quarry-e2e-${name}-`));
   const workspace = path.join(work, "workspace");
   fs.cpSync(path.join(repo, "tests", "fixtures", "polyglot"), workspace, { recursive: true });
@@ -135,7 +143,10 @@ async function session(name, { model }, steps) {
     JSON.stringify({
       "quarry.serverPath": quarryBin,
       "workbench.startupEditor": "none",
-      "security.workspace.trust.enabled": false,
+      // Trusted: trust off altogether. Untrusted: trust on, and no prompt,
+      // so the never-trusted folder opens in Restricted Mode.
+      "security.workspace.trust.enabled": !trusted,
+      "security.workspace.trust.startupPrompt": "never",
       "workbench.tips.enabled": false,
       "extensions.autoCheckUpdates": false,
       "extensions.autoUpdate": false,
@@ -203,13 +214,19 @@ async function waitForStatus(page, pattern, timeout) {
   );
 }
 
-/** Opens "Quarry: Search Code" and types `query`. */
-async function searchCode(page, query) {
+/** Runs the command palette's command titled `title`. */
+async function palette(page, title) {
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget input", { timeout: 10_000 });
-  await page.keyboard.type("Quarry: Search Code");
-  await page.waitForSelector(".quick-input-list .monaco-list-row", { timeout: 10_000 });
-  await page.keyboard.press("Enter");
+  await page.keyboard.type(title);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title });
+  await row.first().waitFor({ timeout: 10_000 });
+  await row.first().click();
+}
+
+/** Opens "Quarry: Search Code" and types `query`. */
+async function searchCode(page, query) {
+  await palette(page, "Quarry: Search Code");
   await page.waitForFunction(
     () => (document.querySelector(".quick-input-widget input")?.getAttribute("placeholder") || "").includes("Search code"),
     null,
@@ -218,7 +235,7 @@ async function searchCode(page, query) {
   await page.keyboard.type(query);
 }
 
-/** The picker's rows as shown, top to bottom: [label, description]. */
+/** The picker's rows as shown, top to bottom: [label, description, whole row text]. */
 async function pickerRows(page) {
   return page.$$eval(".quick-input-list .monaco-list-row", (rows) =>
     rows
@@ -226,9 +243,36 @@ async function pickerRows(page) {
         top: parseFloat(row.style.top || "0"),
         label: row.querySelector(".label-name")?.textContent || "",
         description: row.querySelector(".label-description")?.textContent || "",
+        text: row.textContent || "",
       }))
       .sort((a, b) => a.top - b.top)
-      .map((r) => [r.label, r.description]),
+      .map((r) => [r.label, r.description, r.text]),
+  );
+}
+
+/** Waits until the picker's title matches `pattern`; returns the title. */
+async function waitForTitle(page, pattern, timeout) {
+  await page.waitForFunction(
+    (source) => new RegExp(source).test(document.querySelector(".quick-input-title")?.textContent || ""),
+    pattern.source,
+    { timeout },
+  );
+  return page.$eval(".quick-input-title", (e) => e.textContent || "");
+}
+
+/** The names in "Output: Show Output Channels...", one per channel. */
+async function outputChannels(page) {
+  await palette(page, "Output: Show Output Channels");
+  // The channel list replaces the palette's rows; Quarry's own is one of them.
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".quick-input-list .monaco-list-row .label-name")]
+      .some((e) => (e.textContent || "").trim() === "Quarry"),
+    null,
+    { timeout: 10_000 },
+  );
+  await page.waitForTimeout(300);
+  return page.$$eval(".quick-input-list .monaco-list-row .label-name", (els) =>
+    els.map((e) => (e.textContent || "").trim()),
   );
 }
 
@@ -244,15 +288,43 @@ async function lexicalPass() {
     await waitForStatus(page, /Quarry lexical-only · [1-9]\d* files/, 60_000);
     await shot("1-workbench");
 
+    // Enter right after typing, before any result is in: remembered, and
+    // the top hit opens when the results arrive.
     await searchCode(page, "GraphStore::insert");
-    const row = page.locator(".quick-input-list .monaco-list-row", { hasText: spaced("GraphStore::insert") });
-    await row.first().waitFor({ timeout: 30_000 });
-    await shot("2-search-results");
     await page.keyboard.press("Enter");
     await page.locator(".tabs-container .tab", { hasText: "graph_store.rs" }).first().waitFor({ timeout: 15_000 });
     // Line 55 holds `pub fn insert`; the doc comment above it is line 54.
     await waitForStatus(page, /Ln 55, Col 12/, 15_000);
-    await shot("3-opened-at-the-name");
+    await shot("2-enter-before-results-opened-at-the-name");
+
+    // Impl blocks are labelled as such, and the detail line is the match
+    // or the signature, not the doc comment the chunk starts with.
+    await searchCode(page, "GraphStore");
+    await page
+      .locator(".quick-input-list .monaco-list-row", { hasText: spaced("impl") })
+      .first()
+      .waitFor({ timeout: 30_000 });
+    const rows = await pickerRows(page);
+    const labels = rows.map(([label]) => plain(label).trim());
+    if (!labels.some((l) => /^impl\b.*GraphStore/.test(l))) {
+      throw new Error(`"GraphStore": no impl row labelled "impl …": ${JSON.stringify(labels)}`);
+    }
+    const seen = new Set(rows.map(([label, description]) => `${plain(label)} ${description}`));
+    if (seen.size !== rows.length) throw new Error(`"GraphStore": two identical rows: ${JSON.stringify(rows)}`);
+    const insert = rows.find(([label]) => plain(label).trim().endsWith("GraphStore::insert"));
+    if (insert && /Inserts a node/.test(insert[2])) {
+      throw new Error(`"GraphStore": GraphStore::insert's detail is its doc comment: ${JSON.stringify(insert)}`);
+    }
+    await shot("3-impl-labels-and-details");
+    console.log(`e2e lexical: "GraphStore" rows ${labels.slice(0, 6).join(", ")}`);
+    await page.keyboard.press("Escape");
+
+    // A name that exists nowhere: said, not an empty list without a word.
+    await searchCode(page, "quokka_trampoline_gauge");
+    const title = await waitForTitle(page, /No (results|match) for 'quokka_trampoline_gauge'/, 30_000);
+    await shot("4-no-match");
+    console.log(`e2e lexical: no-match title "${title}"`);
+    await page.keyboard.press("Escape");
 
     // Go to Symbol in Workspace (Ctrl+T), served by workspace/symbol: the
     // decorated class opens at `class RetryPolicy` (line 14), not at
@@ -262,19 +334,38 @@ async function lexicalPass() {
     await page.keyboard.type("RetryPolicy");
     const symbol = page.locator(".quick-input-list .monaco-list-row", { hasText: "RetryPolicy" });
     await symbol.first().waitFor({ timeout: 30_000 });
-    await shot("4-workspace-symbols");
+    await shot("5-workspace-symbols");
     await page.keyboard.press("Enter");
     await page.locator(".tabs-container .tab.active", { hasText: "retry_policy.py" }).first().waitFor({ timeout: 15_000 });
     await waitForStatus(page, /Ln 14, Col 7/, 15_000);
-    await shot("5-symbol-opened-at-the-name");
+    await shot("6-symbol-opened-at-the-name");
+
+    // Two restarts: each says "starting", and one output channel remains.
+    for (const n of [1, 2]) {
+      await palette(page, "Quarry: Restart Server");
+      await waitForStatus(page, /Quarry starting…/, 15_000);
+      await shot(`7-restart-${n}-starting`);
+      await waitForStatus(page, /Quarry lexical-only · [1-9]\d* files/, 60_000);
+    }
+    const channels = await outputChannels(page);
+    await shot("8-output-channels-after-two-restarts");
+    const quarry = channels.filter((c) => c === "Quarry").length;
+    if (quarry !== 1) throw new Error(`${quarry} "Quarry" output channels after two restarts: ${JSON.stringify(channels)}`);
+    await page.keyboard.press("Escape");
   });
-  console.log("e2e lexical: search opened graph_store.rs at 55:12 (the name); Ctrl+T opened RetryPolicy at 14:7");
+  console.log(
+    "e2e lexical: Enter before the results opened graph_store.rs at 55:12 (the name); Ctrl+T opened RetryPolicy at 14:7; " +
+      "one Quarry output channel after two restarts",
+  );
 }
 
 async function hybridPass() {
   await session("hybrid", { model: true }, async ({ page, shot, env, workspace }) => {
-    // Lexical first, then the coverage counts up to full hybrid.
-    await waitForStatus(page, /Quarry (hybrid( \d+%)?|lexical-only) · [1-9]\d* files/, 60_000);
+    // "Starting" while the server loads its index and the model (not
+    // "lexical-only · 0 files"), then the coverage counts up to full hybrid.
+    await waitForStatus(page, /Quarry starting…/, 60_000);
+    await shot("0-status-starting");
+    await waitForStatus(page, /Quarry hybrid( \d+%)? · [1-9]\d* files/, 60_000);
     await shot("1-status-while-embedding");
     await waitForStatus(page, /Quarry hybrid · [1-9]\d* files/, 240_000);
 
@@ -322,11 +413,31 @@ async function hybridPass() {
     }
     await shot("4-one-word-query-in-server-order");
     console.log(`e2e hybrid: "${word}" rows keep the server's order: ${shown.slice(0, n).join(", ")}`);
+    await page.keyboard.press("Escape");
+
+    // An identifier that exists nowhere: the nearest by meaning, said so.
+    await searchCode(page, "quokka_trampoline_gauge");
+    const title = await waitForTitle(page, /No match for 'quokka_trampoline_gauge' — showing nearest by meaning/, 30_000);
+    await page.waitForSelector(".quick-input-list .monaco-list-row", { timeout: 10_000 });
+    await shot("5-no-match-nearest-by-meaning");
+    console.log(`e2e hybrid: no-match title "${title}"`);
   });
+}
+
+async function restrictedPass() {
+  await session("restricted", { model: false, trusted: false }, async ({ page, shot }) => {
+    await waitForStatus(page, /Quarry: Restricted Mode/, 60_000);
+    await palette(page, "Quarry: Search Code");
+    const toast = page.locator(".notifications-toasts", { hasText: "does not start in Restricted Mode" });
+    await toast.first().waitFor({ timeout: 10_000 });
+    await shot("1-restricted-mode-says-why");
+  });
+  console.log("e2e restricted: the status bar and Quarry: Search Code say why the server does not start");
 }
 
 async function main() {
   await lexicalPass();
+  await restrictedPass();
   if (await modelInstalled()) {
     await hybridPass();
   } else if (process.env.QUARRY_REQUIRE_MODEL === "1") {

@@ -108,6 +108,7 @@ async function reportStartFailure(context: vscode.ExtensionContext, message: str
 }
 
 async function startClient(context: vscode.ExtensionContext): Promise<void> {
+  starting = false;
   if (!vscode.workspace.isTrusted) {
     void refreshStatus();
     return;
@@ -134,6 +135,7 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
     // One channel for the extension's life: every (re)start writes to it.
     outputChannel: output,
   };
+  output?.appendLine(`Starting ${command} lsp (initializationOptions ${JSON.stringify(clientOptions.initializationOptions)})`);
   const created = new QuarryClient("quarry", "Quarry", serverOptions, clientOptions);
   client = created;
   starting = true;
@@ -154,16 +156,13 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   );
   clientReady = started;
   await started;
-  if (client === created) {
-    starting = false;
-  }
+  starting = false;
   void refreshStatus();
 }
 
 async function stopClient(): Promise<void> {
   const running = client;
   client = undefined;
-  starting = false;
   clientReady = Promise.resolve(false);
   if (running) {
     try {
@@ -179,24 +178,30 @@ async function stopClient(): Promise<void> {
 
 /** Runs `step` after every start and stop queued before it. */
 function queued(step: () => Promise<void>): Promise<void> {
-  lifecycle = lifecycle.then(step, step);
+  lifecycle = lifecycle.then(step).catch((error) => {
+    output?.appendLine(`Quarry: ${error instanceof Error ? error.message : error}`);
+  });
   return lifecycle;
 }
 
 function restart(context: vscode.ExtensionContext): Promise<void> {
   return queued(async () => {
+    // "Starting" from the moment the old server is asked to stop.
+    starting = vscode.workspace.isTrusted;
+    void refreshStatus();
     await stopClient();
     await startClient(context);
   });
 }
 
-/** The running client once it answered `initialize`; undefined if none will. */
+/**
+ * The client once it answered `initialize` (after any start or restart
+ * under way); undefined if none will.
+ */
 async function readyClient(): Promise<QuarryClient | undefined> {
+  await lifecycle;
   const current = client;
-  if (!current) {
-    return undefined;
-  }
-  return (await clientReady) && client === current ? current : undefined;
+  return current && (await clientReady) && client === current ? current : undefined;
 }
 
 async function refreshStatus(): Promise<void> {
@@ -279,7 +284,7 @@ function searchCommand(): void {
   if (restricted()) {
     return;
   }
-  if (!client) {
+  if (!client && !starting) {
     notRunning();
     return;
   }
@@ -423,10 +428,6 @@ function searchCommand(): void {
  */
 async function reindexCommand(): Promise<void> {
   if (restricted()) {
-    return;
-  }
-  if (!client) {
-    notRunning();
     return;
   }
   if (!(await readyClient())) {

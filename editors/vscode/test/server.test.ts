@@ -13,7 +13,7 @@ import {
   StreamMessageReader,
   StreamMessageWriter,
 } from "vscode-jsonrpc/node";
-import { SearchResult, toPickItem } from "../src/logic";
+import { SearchResult, notInitialized, pickTitle, statusText, toPickItem } from "../src/logic";
 
 const repo = path.resolve(__dirname, "..", "..", "..", "..");
 
@@ -53,6 +53,17 @@ test("quarry lsp answers quarry/search and workspace/symbol", { timeout: 120_000
   });
   connection.listen();
   try {
+    // Before `initialize`: answered, or an error the extension recognises
+    // (it waits for the client to be ready, and says "starting" if it
+    // ever gets one).
+    const early = await connection.sendRequest("quarry/status").then(
+      (answer) => ({ answer }),
+      (error) => ({ error }),
+    );
+    assert.ok(
+      "answer" in early ? typeof early.answer === "object" : notInitialized(early.error),
+      `before initialize: ${JSON.stringify(early)}`,
+    );
     const rootUri = pathToFileURL(fs.realpathSync(root)).toString();
     const init: any = await connection.sendRequest("initialize", {
       processId: process.pid,
@@ -63,6 +74,12 @@ test("quarry lsp answers quarry/search and workspace/symbol", { timeout: 120_000
     });
     assert.equal(init.serverInfo.name, "quarry");
     await connection.sendNotification("initialized", {});
+    // Right after `initialized` the index is loading: the status says
+    // starting (or, on a fast machine, is already ready), never a bare
+    // "lexical-only · 0 files".
+    const first: any = await connection.sendRequest("quarry/status");
+    assert.ok(first.state === "starting" || first.state === "ready", JSON.stringify(first));
+    assert.doesNotMatch(statusText(first).text, /· 0 files/);
     await indexed;
 
     const result: SearchResult = await connection.sendRequest("quarry/search", {
@@ -75,6 +92,23 @@ test("quarry lsp answers quarry/search and workspace/symbol", { timeout: 120_000
     // The row names the line of the name, not of the doc comment above it.
     assert.match(item.description, /^src\/graph_store\.rs:55 · .*exact/);
     assert.deepEqual(result.hits[0].selectionRange?.start, { line: 54, character: 11 });
+    assert.equal(result.noMatch, false);
+    assert.equal(result.state, "ready");
+    // The detail line is the signature or the matched line, not the doc comment.
+    assert.doesNotMatch(item.detail, /^\/\/\//);
+    for (let i = 1; i < result.hits.length; i++) {
+      assert.ok(result.hits[i].score < result.hits[i - 1].score, "scores fall down the list");
+    }
+
+    // Impl blocks are labelled as such.
+    const store: SearchResult = await connection.sendRequest("quarry/search", { query: "GraphStore", limit: 10 });
+    const labels = store.hits.map((h) => toPickItem(h, [rootUri]).label);
+    assert.ok(labels.some((l) => /^impl\b.*GraphStore/.test(l)), JSON.stringify(labels));
+
+    // A name that exists nowhere: said (lexical-only here, so no hits at all).
+    const none: SearchResult = await connection.sendRequest("quarry/search", { query: "quokka_trampoline_gauge" });
+    assert.equal(none.noMatch, true);
+    assert.match(pickTitle(none, "quokka_trampoline_gauge"), /No (results|match) for 'quokka_trampoline_gauge'/);
 
     const symbols: any[] = await connection.sendRequest("workspace/symbol", { query: "GraphStore" });
     assert.ok(symbols.some((s) => s.name === "GraphStore"), JSON.stringify(symbols.slice(0, 3)));

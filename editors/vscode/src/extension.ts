@@ -140,13 +140,16 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
   client = created;
   starting = true;
   void refreshStatus();
+  // A server that exits (and is not restarted by the client) shows at once.
+  created.onDidChangeState(() => void refreshStatus());
   const started = created.start().then(
     () => true,
     async (error) => {
       if (client === created) {
         client = undefined;
       }
-      await reportStartFailure(
+      // Not awaited: the toast waits for the user, the next start must not.
+      void reportStartFailure(
         context,
         `Quarry: cannot start "${command} lsp" (${error instanceof Error ? error.message : error}). ` +
           "See the Quarry output; install quarry or set quarry.serverPath.",
@@ -223,7 +226,7 @@ async function refreshStatus(): Promise<void> {
     return;
   }
   const running = client;
-  if (!running) {
+  if (!running || !running.isRunning()) {
     show({ text: "$(error) Quarry", tooltip: "The quarry language server is not running\n" + CLICK_HINT });
     return;
   }

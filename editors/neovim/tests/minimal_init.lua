@@ -1,5 +1,5 @@
 -- Loads the plugin from this checkout and starts it on the real server:
--- the binary found as a user would (see quarry_bin), lexical-only. No
+-- the binary found as a user would (see quarry_bin). No
 -- telescope unless $QUARRY_TEST_PLUGINS names telescope.nvim and
 -- plenary.nvim checkouts (colon-separated; tests/telescope.sh sets it).
 local plugin = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
@@ -31,9 +31,12 @@ for dir in vim.gsplit(plugins, ":", { plain = true, trimempty = true }) do
   vim.opt.rtp:prepend(dir)
 end
 
+-- Lexical-only unless $QUARRY_TEST_HYBRID is 1 (then the model loads, if
+-- installed: tests/tmux.sh's start-up and no-match screens).
+local hybrid = os.getenv("QUARRY_TEST_HYBRID") == "1"
 require("quarry").setup({
   cmd = { quarry_bin(), "lsp" },
-  settings = { lexicalOnly = true, debounceMs = 30 },
+  settings = { lexicalOnly = not hybrid, debounceMs = 30 },
   telescope = plugins ~= "",
 })
 return { plugin = plugin, repo = repo }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The telescope picker in a real Neovim under tmux: `:Telescope quarry`,
-# the server's rows and the preview, <CR> lands on the definition's name,
-# <C-v> opens a hit in a vertical split. Leaves a screenshot of the picker
-# in $E2E_ARTIFACTS (default tests/artifacts).
+# The telescope picker in a real Neovim under tmux: `:Quarry search X`
+# right after the start, the server's rows, the mode in the title and the
+# preview, <CR> lands on the definition's name, the preview of an unsaved
+# buffer, a query nothing matches, <C-v> opens a hit in a vertical split.
+# Leaves screenshots of the picker in $E2E_ARTIFACTS (default
+# tests/artifacts).
 #
 # telescope.nvim and plenary.nvim are not in any registry CI can reach, so
 # a developer fetches them (git clone) and points the test at them with
@@ -45,18 +47,44 @@ expect() { # vimscript-expression expected-value: asks until they agree
     wait_for "Q $2" 0
 }
 
-start_nvim "QUARRY_TEST_PLUGINS='$telescope:$plenary'"
-
-# The picker: the server's rows, the preview of the selected hit.
-tmux send-keys -t "$session" ":Telescope quarry" Enter
-wait_for "Quarry" 10
-tmux send-keys -t "$session" "GraphStore::insert"
-wait_for "GraphStore::insert [method] src/graph_store.rs:55" 20
+# Right after the start, no file indexed yet: the picker opened with a
+# query shows its rows once the server has them (it says it is starting
+# until then), never 0 results in silence.
+launch_nvim "QUARRY_MODEL='$work/none'" "QUARRY_TEST_PLUGINS='$telescope:$plenary'"
+tmux send-keys -t "$session" ":Quarry search GraphStore::insert" Enter
+wait_for "GraphStore::insert [method] src/graph_store.rs:55" 30
+wait_for "Quarry (lexical-only)" 10
 wait_for "pub fn insert(&self, node: Node)" 10
 shot telescope-picker.png
 # <CR> opens the hit at its name: line 55, column 12 (`insert`).
 tmux send-keys -t "$session" Enter
 expect "expand('%:t') .. ':' .. line('.') .. ':' .. col('.')" "graph_store.rs:55:12"
+
+# The preview of a hit in an unsaved buffer shows the buffer: a line
+# added above `insert`, not saved, moves the hit to line 56 (the window
+# behind the picker shows the top of the file: the marker can only be in
+# the preview).
+tmux send-keys -t "$session" ":call append(54, '    // UNSAVED PREVIEW MARKER') | normal! gg" Enter
+tmux send-keys -t "$session" ":Telescope quarry" Enter
+wait_for "Quarry" 10
+tmux send-keys -t "$session" "GraphStore::insert"
+wait_for "GraphStore::insert [method] src/graph_store.rs:56" 20
+wait_for "// UNSAVED PREVIEW MARKER" 10
+wait_for "pub fn insert(&self, node: Node)" 10
+shot telescope-unsaved-preview.png
+tmux send-keys -t "$session" Escape Escape
+sleep 0.3
+tmux send-keys -t "$session" ":e! | echo 'REVERTED ' .. &modified" Enter
+wait_for "REVERTED 0" 10
+
+# A word that is nowhere: the title says so.
+tmux send-keys -t "$session" ":Telescope quarry" Enter
+wait_for "Quarry" 10
+tmux send-keys -t "$session" "quokka_trampoline_gauge"
+wait_for "Quarry: no results for 'quokka_trampoline_gauge'" 20
+shot telescope-no-match.png
+tmux send-keys -t "$session" Escape Escape
+sleep 0.3
 
 # <C-v> opens the hit in a vertical split, at the decorated class's name.
 tmux send-keys -t "$session" ":Telescope quarry" Enter
@@ -66,4 +94,4 @@ wait_for "RetryPolicy [class] python/retry_policy.py:14" 20
 tmux send-keys -t "$session" C-v
 expect "winnr('\$') .. ' ' .. expand('%:t') .. ':' .. line('.')" "2 retry_policy.py:14"
 tmux send-keys -t "$session" ":qa!" Enter
-echo "telescope test: :Telescope quarry listed and previewed GraphStore::insert, <CR> opened graph_store.rs:55:12, <C-v> split to retry_policy.py:14"
+echo "telescope test: :Quarry search GraphStore::insert right after the start listed it (lexical-only in the title), <CR> opened graph_store.rs:55:12, an unsaved buffer's preview showed the buffer, quokka_trampoline_gauge said no results, <C-v> split to retry_policy.py:14"

@@ -30,18 +30,30 @@ wait_for() { # text seconds
     return 1
 }
 
-start_nvim() { # extra environment (NAME=value ...): Neovim on README.md, project indexed
+launch_nvim() { # extra environment (NAME=value ...): Neovim on README.md, the server just started
     tmux new-session -d -s "$session" -x 160 -y 45 \
-        "cd '$work/root' && XDG_CACHE_HOME='$work/cache' QUARRY_MODEL='$work/none' $* ${QUARRY_BIN:+QUARRY_BIN='$QUARRY_BIN'} nvim -u '$here/minimal_init.lua' README.md"
+        "cd '$work/root' && XDG_CACHE_HOME='$work/cache' $* ${QUARRY_BIN:+QUARRY_BIN='$QUARRY_BIN'} nvim -u '$here/minimal_init.lua' README.md"
     wait_for "README.md" 20
+}
+
+ask() { # lua-expression: its value in the pane as "ASK <value>"
+    tmux send-keys -t "$session" ":lua vim.g.q = $1" Enter
+    tmux send-keys -t "$session" ":echo 'ASK ' .. g:q" Enter
+}
+
+wait_indexed() { # the project indexed (a file count in :Quarry status)
     local _
     for _ in $(seq 1 100); do
-        tmux send-keys -t "$session" ":lua vim.g.q = require('quarry').status_lines()[2] or 'none'" Enter
-        tmux send-keys -t "$session" ":echo 'STATUS ' .. g:q" Enter
-        if pane | grep -qE "STATUS .*: [1-9][0-9]* files"; then return 0; fi
+        ask "require('quarry').status_lines()[2] or 'none'"
+        if pane | grep -qE "ASK .*: [1-9][0-9]* files"; then return 0; fi
         sleep 0.3
     done
     echo "$name: the project was never indexed (no file count in :Quarry status)" >&2
     pane >&2
     return 1
+}
+
+start_nvim() { # extra environment (NAME=value ...): Neovim on README.md, lexical-only, project indexed
+    launch_nvim "QUARRY_MODEL='$work/none'" "$@"
+    wait_indexed
 }

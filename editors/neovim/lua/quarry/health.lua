@@ -15,7 +15,7 @@ function M.check()
     )
     return
   end
-  local clients = vim.lsp.get_clients({ name = "quarry" })
+  local clients = vim.lsp.get_clients({ name = "quarry", _uninitialized = true })
   if #clients == 0 then
     vim.health.warn("no quarry client running (open a file in a project)")
     return

@@ -34,7 +34,7 @@ RESULTS = PROJECT / "target" / "dev-set" / "results"
 CONFIGS: list[tuple[str, str, str]] = [
     ("defaults", "nothing: every default on", ""),
     ("exact", "exact names and verified phrases above the fusion", "--rank exact=0"),
-    ("diversity", "per-file diversity (no decay, no cap)", "--per-file-cap 0"),
+    ("diversity", "per-file diversity (no decay, no cap)", "--rank saturation=0"),
     ("head", "the diverse head: diversity over all ten places", "--rank head=1000"),
     ("definition", "definitions over mentions of a queried name (1.5)", "--rank definition=1"),
     ("symbol-weight", "name-matching lists weighted 2 for code-like queries", "--rank symbol_query=1"),

@@ -27,7 +27,7 @@ astropy/astropy, sympy/sympy):
 
   python3 bench/dev/swebench.py prepare
   python3 bench/dev/swebench.py run --label base --jobs 2
-  python3 bench/dev/swebench.py run --label nocap --quarry-args "--per-file-cap 0"
+  python3 bench/dev/swebench.py run --label nocap --quarry-args "--rank saturation=0"
   python3 bench/dev/swebench.py compare target/dev-set/results/swebench-{base,nocap}.json
 
 Pass --quarry to run a copy of the binary (a build finishing mid-run would

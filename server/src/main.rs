@@ -191,18 +191,19 @@ enum Command {
         query: Option<String>,
         #[arg(long, default_value = ".")]
         root: PathBuf,
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
+        /// Hits to print (1 to 10000).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: u64,
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         filter: FilterArgs,
-        /// Per-file diversity: 0 turns it off; otherwise, over the first 7
-        /// places, the n-th hit of a file counts 0.85^(n-1) of its score,
-        /// and the places after them go by score (`--rank head=N` moves
-        /// that line; `--rank saturation=0` makes this a hard cap of N hits
-        /// per file before other files get a turn).
-        #[arg(long, default_value_t = 2)]
+        /// At most N hits from one file before every other file's hits get
+        /// a turn (its further hits come after them); 0, the default, sets
+        /// no cap. Either way, over the first 7 places the n-th hit of a
+        /// file counts 0.85^(n-1) of its score (`--rank saturation=0` turns
+        /// that off, `--rank head=N` moves the line).
+        #[arg(long, default_value_t = 0)]
         per_file_cap: usize,
         /// Set a ranking knob (repeatable; `file=0.3`, `fuse.dense=0.5`): for
         /// benchmark ablations, see `SearchOptions::tune`.
@@ -521,7 +522,7 @@ fn run(cli: Cli) -> Result<()> {
             let filter = Filter::new(&filter.path, &filter.exclude, &filter.lang, &filter.kind)?;
             let options = tuned(
                 SearchOptions {
-                    limit,
+                    limit: limit as usize,
                     per_file_cap,
                     filter,
                     ..SearchOptions::default()
@@ -544,7 +545,14 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             let index = open(root, &common)?;
-            refresh(&index, true)?;
+            let stats = refresh(&index, true)?;
+            if stats.files_behind > 0 && !json {
+                eprintln!(
+                    "quarry: another quarry process owns this index and has not indexed {} changed \
+                     file(s) yet; hits in them are found again in their current text",
+                    stats.files_behind
+                );
+            }
             let engine = dense_engine(&common, false);
             index
                 .attach_dense(&engine)
@@ -582,31 +590,35 @@ fn run(cli: Cli) -> Result<()> {
             }
             let mut text = DiskText::new(index.root());
             let results = search(&query, &mut text);
-            if !json {
-                if let Some(reason) = &results.reason {
-                    eprintln!("quarry: lexical-only search: {reason}");
-                } else if results.coverage.embedded < results.coverage.total {
-                    eprintln!(
-                        "quarry: {} of {} chunks embedded; run `quarry index` to embed the rest",
-                        results.coverage.embedded, results.coverage.total
-                    );
-                }
-            }
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
             } else {
+                // The same words as the JSON's `mode`.
+                let reason = results.reason.as_deref().unwrap_or("");
+                match results.mode {
+                    "lexical" => eprintln!("quarry: lexical-only search: {reason}"),
+                    "partial" => eprintln!(
+                        "quarry: partial hybrid search ({} of {} chunks embedded; `quarry index` \
+                         embeds the rest): {reason}",
+                        results.coverage.embedded, results.coverage.total
+                    ),
+                    _ => {}
+                }
                 if results.hits.is_empty() {
                     eprintln!("quarry: no results for {query:?}");
+                } else if results.no_match {
+                    eprintln!(
+                        "quarry: no code matches the words of {query:?}; \
+                         these are only the nearest by meaning"
+                    );
                 }
                 for hit in &results.hits {
                     writeln!(
                         out,
                         "{}:{}  {} {}",
-                        hit.path, hit.start_line, hit.kind, hit.symbol
+                        hit.path, hit.detail_line, hit.kind, hit.label
                     )?;
-                    for line in hit.snippet.lines().take(3) {
-                        writeln!(out, "    {line}")?;
-                    }
+                    writeln!(out, "    {}", hit.detail)?;
                 }
             }
             // The process ends here: leave the index's memory (hundreds of

@@ -13,7 +13,10 @@ use crate::chunk::{chunk_file, detect_language, ChunkKind};
 use crate::dense::DenseEngine;
 use crate::filter::Filter;
 use crate::index::Index;
-use crate::search::{find_symbols, search_with, snippet, Branches, DiskText, SearchOptions};
+use crate::search::{
+    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
+    TextSource,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -28,13 +31,52 @@ use std::sync::Arc;
 const MAX_CONTEXT_LINES: usize = 400;
 /// Most bytes `get_code_context` returns.
 const MAX_CONTEXT_BYTES: usize = 32 * 1024;
+/// Most definitions a `get_code_context` error lists.
+const MAX_LISTED_DEFINITIONS: usize = 30;
+/// Most hits `search_code` returns.
+const MAX_SEARCH_HITS: usize = 100;
+/// Most lines of a `search_code` snippet.
+const SNIPPET_LINES: usize = 4;
+
+/// What an agent needs of a hit in a few lines: its signature (the first
+/// line that is not doc comment or decorator) and the line that matched
+/// the query with a line of context after it, each numbered; `…` marks
+/// lines left out.
+fn agent_snippet(file: &str, hit: &Hit) -> String {
+    let lines: Vec<&str> = file.lines().collect();
+    let line = |n: u32| lines.get(n.saturating_sub(1) as usize).copied();
+    let signature = (hit.start_line..=hit.end_line)
+        .find(|&n| line(n).is_some_and(|l| !l.trim().is_empty() && !is_preamble(l)))
+        .unwrap_or(hit.start_line);
+    let matched = hit
+        .detail_line
+        .clamp(hit.start_line, hit.end_line.max(hit.start_line));
+    let mut shown: Vec<u32> = vec![signature];
+    for n in [matched, matched + 1, signature + 1] {
+        if shown.len() < SNIPPET_LINES && n <= hit.end_line && !shown.contains(&n) {
+            shown.push(n);
+        }
+    }
+    shown.sort_unstable();
+    let mut out = String::new();
+    let mut last: Option<u32> = None;
+    for n in shown {
+        let Some(text) = line(n) else { continue };
+        if last.is_some_and(|l| n > l + 1) {
+            out.push_str("…\n");
+        }
+        let _ = writeln!(out, "{n}: {}", text.trim_end());
+        last = Some(n);
+    }
+    out.trim_end().to_string()
+}
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SearchCodeArgs {
     /// A concept ("where do we retry failed requests"), an identifier
     /// (`GraphStore::lookup`) or a "quoted phrase".
     pub query: String,
-    /// Most hits (default 10).
+    /// Most hits, 1 to 100 (default 10).
     pub limit: Option<usize>,
     /// Only paths matching this glob (`src/index`, `*.rs`).
     pub path: Option<String>,
@@ -153,7 +195,9 @@ impl QuarryMcp {
 #[tool_router]
 impl QuarryMcp {
     #[tool(
-        description = "Search the workspace's code: hybrid lexical + semantic + symbol-name search with exact-match priority. Returns the best definitions with path:lines and a short snippet."
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema(SEARCH_CODE_OUTPUT),
+        description = "Search the workspace's code: hybrid lexical + semantic + symbol-name search with exact-match priority. Returns the best definitions with path:lines, and for each its signature and the line that matched, numbered. `no_match` says when nothing matched the query's words (the hits are then only near it in meaning)."
     )]
     async fn search_code(
         &self,
@@ -172,39 +216,59 @@ impl QuarryMcp {
             Ok(filter) => filter,
             Err(e) => return tool_error(e.to_string()),
         };
+        let limit = args.limit.unwrap_or(10);
+        if !(1..=MAX_SEARCH_HITS).contains(&limit) {
+            return tool_error(format!("limit must be 1 to {MAX_SEARCH_HITS}, not {limit}"));
+        }
         self.refresh().await;
         let options = SearchOptions {
-            limit: args.limit.unwrap_or(10).clamp(1, 100),
+            limit,
             snippet_lines: 4,
             filter,
-            // 0 turns per-file diversity off.
-            per_file_cap: match args.spread_files {
-                Some(false) => 0,
-                _ => SearchOptions::default().per_file_cap,
+            // No per-file diversity at all when asked for none.
+            file_saturation: match args.spread_files {
+                Some(false) => 0.0,
+                _ => SearchOptions::default().file_saturation,
             },
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();
         let mut text = DiskText::new(self.index.root());
-        let results = search_with(
+        let mut results = search_with(
             &snapshot,
             &args.query,
             &options,
             &mut text,
             Some(&self.engine),
         );
+        for hit in &mut results.hits {
+            if let Some(file) = text.text(&hit.path) {
+                hit.snippet = agent_snippet(file, hit);
+            }
+        }
         let mut out = String::new();
-        if let Some(reason) = &results.reason {
-            let _ = writeln!(out, "_lexical-only: {reason}_\n");
+        match (results.mode, &results.reason) {
+            ("lexical", Some(reason)) => {
+                let _ = writeln!(out, "_lexical-only: {reason}_\n");
+            }
+            ("partial", Some(reason)) => {
+                let _ = writeln!(out, "_partial hybrid: {reason}_\n");
+            }
+            _ => {}
         }
         if results.hits.is_empty() {
             out.push_str("No results.");
+        } else if results.no_match {
+            let _ = writeln!(
+                out,
+                "_No code matches the words of the query; these hits are only the nearest by meaning._\n"
+            );
         }
         for hit in &results.hits {
             let _ = writeln!(
                 out,
                 "- `{}` ({}) {}:{}-{} [{}]\n```\n{}\n```",
-                hit.symbol,
+                hit.label,
                 hit.kind,
                 hit.path,
                 hit.start_line,
@@ -218,6 +282,8 @@ impl QuarryMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema(FIND_SYMBOL_OUTPUT),
         description = "Find definitions by name in the symbol index (exact, prefix, fuzzy; `Type::method` and `Class.method` work). Returns kind and path:lines."
     )]
     async fn find_symbol(
@@ -249,6 +315,8 @@ impl QuarryMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema(FIND_USAGES_OUTPUT),
         description = "Find usages of an identifier: its whole-token occurrences from the lexical index, grouped by file with the enclosing definition of each, leaving out the definition itself."
     )]
     async fn find_usages(
@@ -273,6 +341,7 @@ impl QuarryMcp {
         let options = SearchOptions {
             limit: limit * 2,
             per_file_cap: 0,
+            file_saturation: 0.0,
             exact_priority: false,
             branches: Branches {
                 lexical: true,
@@ -354,6 +423,8 @@ impl QuarryMcp {
     }
 
     #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema(GET_CODE_CONTEXT_OUTPUT),
         description = "Read current code: a whole file, one definition in it (located by parsing the file as it is now), or a line range. Paths are relative to the workspace; output is capped."
     )]
     async fn get_code_context(
@@ -390,11 +461,18 @@ impl QuarryMcp {
                             .iter()
                             .filter(|c| c.kind.is_definition())
                             .map(|c| c.qualified_name.as_str())
-                            .take(30)
                             .collect();
+                        let listed = if names.len() > MAX_LISTED_DEFINITIONS {
+                            format!(
+                                "the first {MAX_LISTED_DEFINITIONS} of its {} definitions",
+                                names.len()
+                            )
+                        } else {
+                            "it defines".to_string()
+                        };
                         return tool_error(format!(
-                            "no definition {symbol:?} in {rel}; it defines: {}",
-                            names.join(", ")
+                            "no definition {symbol:?} in {rel}; {listed}: {}",
+                            names[..names.len().min(MAX_LISTED_DEFINITIONS)].join(", ")
                         ));
                     }
                 }
@@ -439,6 +517,111 @@ impl QuarryMcp {
     }
 }
 
+/// The JSON Schema of a tool's `structuredContent`.
+fn schema(text: &str) -> Arc<rmcp::model::JsonObject> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Arc::new(map),
+        // The texts are constants checked by a test.
+        _ => Arc::new(rmcp::model::JsonObject::new()),
+    }
+}
+
+const SEARCH_CODE_OUTPUT: &str = r#"{
+  "type": "object",
+  "required": ["mode", "coverage", "hits", "no_match"],
+  "properties": {
+    "mode": {"type": "string", "enum": ["hybrid", "partial", "lexical"]},
+    "reason": {"type": "string", "description": "Why the search is lexical-only or partial."},
+    "coverage": {
+      "type": "object",
+      "required": ["embedded", "total"],
+      "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"}}
+    },
+    "no_match": {"type": "boolean", "description": "No chunk matched the query's words or names; the hits are only near it in meaning."},
+    "hits": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["path", "start_line", "end_line", "symbol", "name", "label", "kind", "language", "score", "sources", "ranks", "snippet", "detail", "detail_line"],
+        "properties": {
+          "path": {"type": "string"},
+          "start_line": {"type": "integer"},
+          "end_line": {"type": "integer"},
+          "symbol": {"type": "string", "description": "Qualified name."},
+          "name": {"type": "string"},
+          "label": {"type": "string", "description": "How to show it: `impl X` for an impl block."},
+          "kind": {"type": "string"},
+          "language": {"type": "string"},
+          "score": {"type": "number", "description": "Falls strictly down the list."},
+          "sources": {"type": "array", "items": {"type": "string"}},
+          "ranks": {"type": "object", "additionalProperties": {"type": "integer"}},
+          "snippet": {"type": "string", "description": "Numbered lines: the signature and the line that matched."},
+          "detail": {"type": "string", "description": "The line that matched, or the signature."},
+          "detail_line": {"type": "integer"}
+        }
+      }
+    }
+  }
+}"#;
+
+const FIND_SYMBOL_OUTPUT: &str = r#"{
+  "type": "object",
+  "required": ["symbols"],
+  "properties": {
+    "symbols": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["path", "start_line", "end_line", "name_line", "name_column", "name", "qualified_name", "kind", "language", "tier"],
+        "properties": {
+          "path": {"type": "string"},
+          "start_line": {"type": "integer"},
+          "end_line": {"type": "integer"},
+          "name_line": {"type": "integer"},
+          "name_column": {"type": "integer"},
+          "name": {"type": "string"},
+          "qualified_name": {"type": "string"},
+          "kind": {"type": "string"},
+          "language": {"type": "string"},
+          "tier": {"type": "string", "enum": ["exact", "prefix", "word", "fuzzy"]}
+        }
+      }
+    }
+  }
+}"#;
+
+const FIND_USAGES_OUTPUT: &str = r#"{
+  "type": "object",
+  "required": ["symbol", "files"],
+  "properties": {
+    "symbol": {"type": "string"},
+    "files": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "required": ["path", "usages"],
+        "properties": {
+          "path": {"type": "string"},
+          "usages": {"type": "array", "items": {"type": "object"}}
+        }
+      }
+    }
+  }
+}"#;
+
+const GET_CODE_CONTEXT_OUTPUT: &str = r#"{
+  "type": "object",
+  "required": ["path", "start_line", "end_line", "truncated", "text"],
+  "properties": {
+    "path": {"type": "string"},
+    "symbol": {"type": ["string", "null"]},
+    "start_line": {"type": "integer"},
+    "end_line": {"type": "integer"},
+    "truncated": {"type": "boolean"},
+    "text": {"type": "string"}
+  }
+}"#;
+
 /// Whether `line` holds `word` as a whole identifier.
 fn has_word(line: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
@@ -473,7 +656,47 @@ pub async fn run_stdio(index: Arc<Index>, engine: Arc<DenseEngine>) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::has_word;
+    use super::*;
+
+    #[test]
+    fn output_schemas_are_json_objects() {
+        for text in [
+            SEARCH_CODE_OUTPUT,
+            FIND_SYMBOL_OUTPUT,
+            FIND_USAGES_OUTPUT,
+            GET_CODE_CONTEXT_OUTPUT,
+        ] {
+            let value: Value = serde_json::from_str(text).expect("schema parses");
+            assert_eq!(value["type"], "object");
+            assert!(!schema(text).is_empty());
+        }
+    }
+
+    #[test]
+    fn an_agent_sees_the_signature_and_the_matched_line() {
+        let file = "/// Builds.\n///\n/// More docs.\npub fn build_parallel(&self) {\n    let a = 1;\n    let b = 2;\n    spawn_workers();\n    done();\n}\n";
+        let hit = Hit {
+            chunk_id: 0,
+            path: "walk.rs".into(),
+            start_line: 1,
+            end_line: 9,
+            symbol: "build_parallel".into(),
+            name: "build_parallel".into(),
+            label: "build_parallel".into(),
+            kind: "function",
+            language: "rust",
+            score: 1.0,
+            sources: vec![],
+            ranks: Default::default(),
+            snippet: String::new(),
+            detail: "spawn_workers();".into(),
+            detail_line: 7,
+        };
+        assert_eq!(
+            agent_snippet(file, &hit),
+            "4: pub fn build_parallel(&self) {\n5:     let a = 1;\n…\n7:     spawn_workers();\n8:     done();"
+        );
+    }
 
     #[test]
     fn whole_words_only() {

@@ -467,3 +467,102 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     );
     assert_eq!(snapshot.coverage().0, total);
 }
+
+/// The result contract, on real code nobody here wrote (ripgrep's `ignore`
+/// crate, from the cargo registry), hybrid: the head of a list never
+/// depends on the limit, scores fall, no two hits repeat the same lines,
+/// a per-file cap holds, a query that matches nothing says so, and an
+/// impl block is labelled and ranked below the type it implements.
+#[test]
+fn the_result_contract_holds_on_a_real_crate() {
+    // Vectors persist between runs (the crate does not change).
+    let vectors = Path::new(env!("CARGO_TARGET_TMPDIR")).join("contract-vectors");
+    let Some(engine) = engine(&vectors) else {
+        return;
+    };
+    let ws = Workspace::registry_crate("ignore");
+    let index = indexed(&ws, &engine);
+    let snapshot = index.snapshot();
+    let at = |query: &str, limit: usize, per_file_cap: usize| {
+        let mut text = DiskText::new(index.root());
+        let options = SearchOptions {
+            limit,
+            per_file_cap,
+            ..SearchOptions::default()
+        };
+        search_with(&snapshot, query, &options, &mut text, Some(&engine))
+    };
+    let key = |r: &SearchResults| -> Vec<(String, u32, String)> {
+        r.hits
+            .iter()
+            .map(|h| (h.path.clone(), h.start_line, h.symbol.clone()))
+            .collect()
+    };
+    for query in [
+        "how does it decide that a file is hidden",
+        "parse gitignore glob patterns and match paths",
+        "walk directories in parallel with several threads",
+        "WalkBuilder::build_parallel",
+        "\"hidden\"",
+        "max filesize",
+    ] {
+        let (r10, r30, r100) = (at(query, 10, 0), at(query, 30, 0), at(query, 100, 0));
+        assert_eq!(r10.mode, "hybrid");
+        let (k10, k30, k100) = (key(&r10), key(&r30), key(&r100));
+        assert_eq!(k10.len(), 10, "{query}");
+        assert_eq!(k10[..], k30[..10], "{query}: limit 30 reordered the head");
+        assert_eq!(
+            k30[..],
+            k100[..k30.len()],
+            "{query}: limit 100 reordered the head"
+        );
+        for r in [&r10, &r30, &r100] {
+            assert!(!r.no_match, "{query}");
+            assert!(
+                r.hits.windows(2).all(|w| w[0].score > w[1].score),
+                "{query}: scores rise: {:?}",
+                r.hits.iter().map(|h| h.score).collect::<Vec<_>>()
+            );
+            for (i, a) in r.hits.iter().enumerate() {
+                for b in &r.hits[i + 1..] {
+                    let windows = a.kind == "lines" || b.kind == "lines";
+                    let overlap = a.path == b.path
+                        && a.start_line <= b.end_line
+                        && b.start_line <= a.end_line;
+                    assert!(!(windows && overlap), "{query}: {a:?} overlaps {b:?}");
+                }
+                assert!(!a.detail.is_empty(), "{query}: {a:?}");
+            }
+        }
+        // At most two hits of a file before every other file has had its
+        // turn: once a file's third hit shows, only such hits follow.
+        let capped = at(query, 10, 2);
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+        let mut deferred = false;
+        for hit in &capped.hits {
+            let n = seen.entry(hit.path.as_str()).or_default();
+            *n += 1;
+            let over = *n > 2 && !hit.sources.contains(&"exact");
+            assert!(over || !deferred, "{query}: {:?}", key(&capped));
+            deferred |= over;
+        }
+    }
+    let nothing = at("quokka_trampoline_gauge", 10, 0);
+    assert!(nothing.no_match, "an identifier that exists nowhere");
+    assert!(!at("WalkBuilder", 10, 0).no_match);
+    // The struct first; its impl blocks labelled as such.
+    let builder = at("WalkBuilder", 10, 0);
+    assert_eq!(
+        (builder.hits[0].kind, builder.hits[0].label.as_str()),
+        ("struct", "WalkBuilder"),
+        "{:?}",
+        key(&builder)
+    );
+    let impls: Vec<&str> = builder
+        .hits
+        .iter()
+        .filter(|h| h.kind == "impl")
+        .map(|h| h.label.as_str())
+        .collect();
+    assert!(impls.contains(&"impl WalkBuilder"), "{impls:?}");
+}

@@ -333,13 +333,14 @@ fn second_process_reads_last_committed_state() {
 
     let reader = ws.open();
     assert!(!reader.is_writer());
-    assert!(reader
-        .take_notes()
-        .iter()
-        .any(|n| n.contains("last committed state")));
+    // Nothing alarming while the writer is up to date.
+    assert!(reader.take_notes().is_empty());
+    let idle = reader.refresh(&|_| {}).expect("read-only refresh");
+    assert_eq!(idle.files_behind, 0);
     ws.write("src/alpha.rs", "pub fn alpha_new() {}\n");
     let stats = reader.refresh(&|_| {}).expect("read-only refresh");
     assert!(!stats.wrote);
+    assert_eq!(stats.files_behind, 1, "the reader says what it cannot see");
     // The reader answers from the committed state, resolved against the
     // files as they are now: other files' symbols as committed, a symbol
     // gone from its file not at all.

@@ -270,13 +270,37 @@ fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
         }
     };
     let ws = Workspace::fixture();
+    // A request before `initialize` is answered, with the protocol's
+    // "not initialized" error, and the session goes on.
+    let mut early = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache-early"),
+        Some(&model),
+    );
+    let refused = early.call("quarry/search", json!({"query": "token"}));
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+    let _ = early.child.kill();
+
     let mut client = start_with(&ws, Some(&model));
+    // From the first answer on: while the index or the model is still
+    // loading, the status says so, never "lexical-only, 0 files".
+    let saw_starting = std::cell::Cell::new(false);
     let status = client.poll("quarry/status", json!(null), |s| {
         let folder = &s["folders"][0];
+        let loading = folder["ready"] != true || s["model"]["id"].is_null();
+        if loading {
+            saw_starting.set(true);
+            assert_eq!(s["state"], "starting", "{s}");
+            assert!(s["stateReason"].is_string(), "{s}");
+        } else {
+            assert_eq!(s["state"], "ready", "{s}");
+        }
         s["mode"] == "hybrid"
             && folder["chunks"].as_u64().unwrap_or(0) > 0
             && folder["embedded"] == folder["chunks"]
     });
+    assert_eq!(status["state"], "ready");
+    eprintln!("saw the starting state: {}", saw_starting.get());
     assert!(status["model"]["id"]
         .as_str()
         .unwrap()
@@ -286,12 +310,26 @@ fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
         json!({"query": "limit how many requests a client may send", "limit": 10}),
     );
     assert_eq!(found["mode"], "hybrid", "{found}");
+    assert_eq!(found["noMatch"], false, "{found}");
+    assert_eq!(found["state"], "ready", "{found}");
     let hits = found["hits"].as_array().unwrap();
     assert!(
         hits.iter()
             .any(|h| h["sources"].as_array().unwrap().contains(&json!("dense"))),
         "{found}"
     );
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] > w[1]), "{scores:?}");
+    assert!(hits
+        .iter()
+        .all(|h| h["detail"].is_string() && h["label"].is_string()));
+    // An identifier that exists nowhere: only neighbours by meaning, and
+    // the answer says so.
+    let nothing = client.result(
+        "quarry/search",
+        json!({"query": "quokka_trampoline_gauge", "limit": 10}),
+    );
+    assert_eq!(nothing["noMatch"], true, "{nothing}");
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
 }
@@ -356,10 +394,18 @@ fn search_keeps_the_engines_order_with_phrases_first() {
         "{}",
         hits[0]
     );
+    // Its own score is below fused hits' (`ranks`), but the score sent
+    // falls strictly down the list: a client sorting by it keeps the order.
     let score = |i: usize| hits[i]["score"].as_f64().unwrap();
+    assert!((1..hits.len()).all(|i| score(i) < score(i - 1)), "{found}");
+    // The phrase's line, not the doc comment above it, is the detail.
     assert!(
-        (1..hits.len()).any(|i| score(i) > score(0)),
-        "the query no longer tests the order: {found}"
+        hits[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("event bus full"),
+        "{}",
+        hits[0]
     );
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));

@@ -40,6 +40,11 @@ fn serves_the_four_tools_over_stdio() {
         json!(["query"]),
         "{search_schema}"
     );
+    // Every tool only reads, and declares the shape of what it returns.
+    for tool in tools["result"]["tools"].as_array().unwrap() {
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
+    }
 
     let (error, text, data) = mcp.call(
         "search_code",
@@ -51,6 +56,42 @@ fn serves_the_four_tools_over_stdio() {
         "{text}"
     );
     assert_eq!(data["hits"][0]["symbol"], "GraphStore::insert");
+    // The snippet shows the signature, numbered, not just a doc comment.
+    let snippet = data["hits"][0]["snippet"].as_str().unwrap();
+    assert!(snippet.starts_with("55:     pub fn insert("), "{snippet}");
+    assert_eq!(data["no_match"], false);
+    // The structured content has what the output schema requires.
+    let schema = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "search_code")
+        .unwrap()["outputSchema"]
+        .clone();
+    for key in schema["required"].as_array().unwrap() {
+        assert!(data.get(key.as_str().unwrap()).is_some(), "{key} in {data}");
+    }
+    for key in schema["properties"]["hits"]["items"]["required"]
+        .as_array()
+        .unwrap()
+    {
+        assert!(
+            data["hits"][0].get(key.as_str().unwrap()).is_some(),
+            "{key}"
+        );
+    }
+    let (error, text, _) = mcp.call("search_code", json!({"query": "insert", "limit": 0}));
+    assert!(
+        error && text.contains("limit"),
+        "limit 0 is refused: {text}"
+    );
+    let (error, text, data) = mcp.call("search_code", json!({"query": "quokka_trampoline_gauge"}));
+    assert!(!error, "{text}");
+    assert_eq!(data["no_match"], true, "{text}");
+    assert!(
+        text.contains("No code matches the words") || text.contains("No results"),
+        "{text}"
+    );
     let (error, text, _) = mcp.call(
         "search_code",
         json!({"query": "insert", "language": "python"}),

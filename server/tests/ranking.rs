@@ -130,17 +130,34 @@ fn past_the_diverse_head_hits_come_by_score() {
         diverse_head,
         ..SearchOptions::default()
     };
-    let descending = |hits: &[(String, String, f32, Vec<&'static str>)]| {
-        hits.windows(2).all(|w| w[0].2 >= w[1].2)
+    let symbols = |hits: &[(String, String, f32, Vec<&'static str>)]| -> Vec<String> {
+        hits.iter().map(|h| h.1.clone()).collect()
     };
+    // Score order: no per-file diversity at all.
+    let by_score = symbols(&run(
+        &ws,
+        query,
+        &SearchOptions {
+            limit: 7,
+            file_saturation: 0.0,
+            ..SearchOptions::default()
+        },
+    ));
     // Diversity over every place reorders: another file's first hit
     // comes before the crowded file's better-scored later hits.
     let spread = run(&ws, query, &with_head(usize::MAX));
-    assert!(!descending(&spread), "{spread:?}");
+    assert_ne!(symbols(&spread), by_score, "{spread:?}");
     // With a head of two places, the rest of the list is in score order,
     // and it holds the same hits.
     let headed = run(&ws, query, &with_head(2));
-    assert!(descending(&headed[2..]), "{headed:?}");
+    let rest: Vec<String> = by_score
+        .iter()
+        .filter(|s| !symbols(&headed[..2]).contains(s))
+        .cloned()
+        .collect();
+    assert_eq!(symbols(&headed[2..]), rest, "{headed:?}");
+    // Whatever the order, scores fall down the list.
+    assert!(headed.windows(2).all(|w| w[0].2 > w[1].2), "{headed:?}");
     let names = |hits: &[(String, String, f32, Vec<&'static str>)]| {
         let mut names: Vec<String> = hits.iter().map(|h| h.1.clone()).collect();
         names.sort();

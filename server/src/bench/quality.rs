@@ -510,6 +510,7 @@ pub struct Config {
 pub fn configs() -> Vec<Config> {
     let plain = SearchOptions {
         per_file_cap: 0,
+        file_saturation: 0.0,
         exact_priority: false,
         signals: Signals::off(),
         fuse: FuseConfig {
@@ -538,7 +539,7 @@ pub fn configs() -> Vec<Config> {
         ..with_exact.clone()
     };
     let with_saturation = SearchOptions {
-        per_file_cap: 2,
+        per_file_cap: 0,
         file_saturation: 0.85,
         ..with_exact.clone()
     };

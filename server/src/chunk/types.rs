@@ -168,6 +168,16 @@ impl ChunkKind {
     pub fn is_definition(self) -> bool {
         !matches!(self, ChunkKind::Section | ChunkKind::Lines)
     }
+
+    /// How a chunk of this kind named `qualified_name` is shown: the name
+    /// itself, but `impl X` / `impl Trait for X` for an impl block, so it
+    /// never looks like the type it implements.
+    pub fn label(self, qualified_name: &str) -> String {
+        match self {
+            ChunkKind::Impl => format!("impl {qualified_name}"),
+            _ => qualified_name.to_string(),
+        }
+    }
 }
 
 impl fmt::Display for ChunkKind {

@@ -137,6 +137,10 @@ pub struct UpdateStats {
     pub unsupported: u64,
     pub symlinks_skipped: u64,
     pub walk_errors: u64,
+    /// In a process that does not hold the writer lock: files whose
+    /// metadata differs from the committed index (changed, new or
+    /// deleted since the writer last committed). Nothing is written.
+    pub files_behind: u64,
     pub elapsed_ms: f64,
 }
 
@@ -332,11 +336,6 @@ impl Index {
         });
         if lock.is_some() {
             store::collect_garbage(&cache_dir, &state.manifest, Segment::file_name);
-        } else {
-            notes.push(format!(
-                "another quarry process is updating {}; answering from its last committed state",
-                cache_dir.display()
-            ));
         }
         let snapshot = make_snapshot(&root, &mut state, &config.bm25, None);
         Ok(Index {
@@ -399,9 +398,6 @@ impl Index {
     pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<UpdateStats, IndexError> {
         let started = Instant::now();
         let mut stats = UpdateStats::default();
-        if !self.is_writer() {
-            return Ok(stats);
-        }
         let exclude = self
             .cache_dir
             .starts_with(&self.root)
@@ -435,6 +431,27 @@ impl Index {
             .collect();
         stats.files_scanned = outcome.files.len() as u64;
         drop(present);
+        if !self.is_writer() {
+            // Another process writes: this one only says how far behind
+            // the committed index the files are (a racily clean row, or a
+            // file touched without a change, is compared by its hash).
+            let differs = |entry: &walk::WalkEntry| {
+                let Some(row) = state.files.get(&entry.rel_path) else {
+                    return true;
+                };
+                if row.size != entry.size {
+                    return true;
+                }
+                // Too large either way: the writer would skip it again.
+                entry.size <= self.config.max_file_size
+                    && confine::read(&self.root, &entry.abs_path)
+                        .map_or(true, |bytes| *blake3::hash(&bytes).as_bytes() != row.hash)
+            };
+            let behind = changed.iter().filter(|entry| differs(entry)).count();
+            stats.files_behind = (behind + removed.len()) as u64;
+            stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            return Ok(stats);
+        }
         self.apply(
             &mut state,
             changed,

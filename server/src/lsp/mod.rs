@@ -27,8 +27,8 @@ use crate::filter::Filter;
 use crate::index::Index;
 use crate::rank::FuseConfig;
 use crate::search::{
-    find_again, find_symbols, search_blended, snippet, DiskText, Hit, SearchOptions, SymbolHit,
-    TextSource,
+    find_again, find_symbols, is_preamble, search_blended, snippet, DiskText, Hit, SearchOptions,
+    SymbolHit, TextSource,
 };
 use overlay::Overlay;
 use serde::{Deserialize, Serialize};
@@ -450,20 +450,32 @@ pub struct SearchHit {
     /// decorators), or for a phrase hit the first place the phrase is.
     pub selection_range: Range,
     pub symbol: String,
+    /// How to show the hit (`impl Trait for X` for an impl block).
+    pub label: String,
+    /// The line that matched the query, or the signature.
+    pub detail: String,
     pub kind: &'static str,
     pub language: &'static str,
+    /// Falls strictly down the list.
     pub score: f32,
     pub sources: Vec<&'static str>,
     pub snippet: String,
 }
 
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SearchResponse {
     pub mode: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub coverage: Value,
     pub hits: Vec<SearchHit>,
+    /// No chunk matched the query's words or names: the hits, if any, are
+    /// only near it in meaning.
+    pub no_match: bool,
+    /// `starting` while a folder's index is still loading (the answer may
+    /// be empty for that reason alone), else `ready`.
+    pub state: &'static str,
 }
 
 /// A hit re-located in an open buffer: the chunk of the same qualified name
@@ -586,7 +598,27 @@ impl Backend {
             }
             _ => ("lexical", None),
         };
-        Ok(json!({"mode": mode, "reason": reason, "model": model, "folders": folders}))
+        // Starting: a folder's index or the model is still loading, so
+        // "lexical-only, 0 files" would be a false alarm.
+        let loading_index = folders.iter().any(|f| f["ready"] != true);
+        let loading_model = engine.is_none() && !settings.lexical_only;
+        let (state, state_reason) = match (loading_index, loading_model) {
+            (true, true) => (
+                "starting",
+                Some("loading the index and the embedding model"),
+            ),
+            (true, false) => ("starting", Some("loading the index")),
+            (false, true) => ("starting", Some("loading the embedding model")),
+            (false, false) => ("ready", None),
+        };
+        Ok(json!({
+            "state": state,
+            "stateReason": state_reason,
+            "mode": mode,
+            "reason": reason,
+            "model": model,
+            "folders": folders,
+        }))
     }
 }
 
@@ -617,14 +649,6 @@ fn open_buffer(overlay: &Overlay, root: &Path, path: &str) -> Option<overlay::Bu
     let buffer = overlay.get(&abs)?;
     crate::confine::check_new(root, &abs).ok()?;
     Some(buffer)
-}
-
-/// A line that only documents or decorates what follows.
-fn is_preamble(line: &str) -> bool {
-    let line = line.trim_start();
-    ["//", "/*", "*", "#", "@", "--", "\"\"\"", "'''"]
-        .iter()
-        .any(|p| line.starts_with(p))
 }
 
 /// Where a hit spanning lines `start..end` (0-based, end exclusive) of
@@ -752,6 +776,8 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         reason: None,
         coverage: json!({"embedded": 0, "total": 0}),
         hits: Vec::new(),
+        no_match: true,
+        state: "ready",
     };
     let weaken = |response: &mut SearchResponse, mode: &'static str, reason: Option<String>| {
         if mode_strength(mode) < mode_strength(response.mode) {
@@ -771,6 +797,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                 "lexical",
                 Some(format!("{} is still being indexed", folder.root.display())),
             );
+            response.state = "starting";
             continue;
         };
         any = true;
@@ -807,6 +834,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             ));
         }
         weaken(&mut response, results.mode, results.reason.clone());
+        response.no_match &= results.no_match;
         embedded += results.coverage.embedded;
         total += results.coverage.total;
         let mut hits = Vec::with_capacity(results.hits.len());
@@ -836,6 +864,11 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                     };
                     name_position(file, range.start.line, range.end.line, &hit.name, &needles)
                 })
+                // A text window opens at the line that matched.
+                .or_else(|| {
+                    (!ChunkKind::from_name(hit.kind).is_some_and(ChunkKind::is_definition))
+                        .then(|| Position::new(hit.detail_line.saturating_sub(1), 0))
+                })
                 .map_or(Range::new(range.start, range.start), |at| {
                     Range::new(at, at)
                 });
@@ -844,6 +877,8 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
                 range,
                 selection_range,
                 symbol: hit.symbol,
+                label: hit.label,
+                detail: hit.detail,
                 kind: hit.kind,
                 language: hit.language,
                 score: hit.score,
@@ -862,6 +897,10 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         response.reason = Some("the embedding model is not loaded yet".into());
     }
     response.hits = merge_folders(lists, options.limit);
+    crate::rank::make_falling(&mut response.hits, |hit| &mut hit.score);
+    if !any {
+        response.no_match = false;
+    }
     response.coverage = json!({"embedded": embedded, "total": total});
     response
 }
@@ -1081,17 +1120,24 @@ impl LanguageServer for Backend {
                         "word" => 2,
                         _ => 3,
                     };
+                    let is_impl = hit.kind == ChunkKind::Impl.name();
                     let container = hit
                         .qualified_name
                         .strip_suffix(hit.name.as_str())
                         .map(|c| c.trim_end_matches([':', '.', '#']).to_string())
-                        .filter(|c| !c.is_empty());
+                        .filter(|c| !c.is_empty() && !is_impl);
                     let range = name_range(&hit);
+                    // `impl X` never looks like the type X itself.
+                    let name = if is_impl {
+                        ChunkKind::Impl.label(&hit.qualified_name)
+                    } else {
+                        hit.name
+                    };
                     #[allow(deprecated)]
                     out.push((
                         tier,
                         SymbolInformation {
-                            name: hit.name,
+                            name,
                             kind: symbol_kind(hit.kind),
                             tags: None,
                             deprecated: None,
@@ -1153,6 +1199,8 @@ mod tests {
             range: line_range(1, 1),
             selection_range: line_range(1, 1),
             symbol: name.into(),
+            label: name.into(),
+            detail: String::new(),
             kind: "function",
             language: "rust",
             score,

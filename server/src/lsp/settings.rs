@@ -19,7 +19,8 @@ pub struct Settings {
     pub static_tier: bool,
     /// Hits per `quarry/search` when the request gives no limit.
     pub limit: usize,
-    /// Most hits per file (0 = no cap).
+    /// Most hits from one file before every other file's get a turn (0 =
+    /// no cap; the soft per-file diversity applies either way).
     pub per_file_cap: usize,
     /// Most results of `workspace/symbol`.
     pub max_symbols: usize,
@@ -40,7 +41,7 @@ impl Default for Settings {
             lexical_only: false,
             static_tier: false,
             limit: 20,
-            per_file_cap: 2,
+            per_file_cap: 0,
             max_symbols: 128,
             rrf_k: 60.0,
             depth: None,

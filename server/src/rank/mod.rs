@@ -315,12 +315,12 @@ pub fn promote<T>(items: &mut [T], is_priority: impl Fn(&T) -> bool) {
     items.sort_by_key(|item| !is_priority(item));
 }
 
-/// Picks up to `limit` items, at most `per_file` from any one file in a
-/// first pass (0 = no cap), then backfills with the deferred items in
-/// order. The result is a subset of `items` in their original order, so
-/// scores never increase down the list, and it is never shorter than a
-/// plain `take(limit)`. Items `is_exempt` accepts (exact and symbol-name
-/// hits) are always taken and do not count against their file.
+/// A hard per-file cap: walking in order, each file's first `per_file`
+/// items keep their place (0 = no cap); a file's further items are
+/// deferred behind every other file's, in order, so they fill the list
+/// only when no other file has any left. Items `is_exempt` accepts (exact
+/// names) always keep their place and count for their file. Returns at
+/// most `limit` items; which come first never depends on `limit`.
 pub fn cap_per_file<T, K: Eq + std::hash::Hash>(
     items: Vec<T>,
     limit: usize,
@@ -328,43 +328,43 @@ pub fn cap_per_file<T, K: Eq + std::hash::Hash>(
     file_of: impl Fn(&T) -> K,
     is_exempt: impl Fn(&T) -> bool,
 ) -> Vec<T> {
-    if per_file == 0 || items.len() <= 1 {
+    if per_file == 0 {
         return items.into_iter().take(limit).collect();
     }
-    let mut taken = vec![false; items.len()];
-    let mut n_taken = 0;
+    let mut kept = Vec::with_capacity(items.len());
+    let mut deferred = Vec::new();
     let mut per_path: rustc_hash::FxHashMap<K, usize> = Default::default();
-    for (i, item) in items.iter().enumerate() {
-        if n_taken == limit {
-            break;
-        }
-        if is_exempt(item) {
-            taken[i] = true;
-            n_taken += 1;
-            continue;
-        }
-        let count = per_path.entry(file_of(item)).or_default();
-        if *count < per_file {
-            *count += 1;
-            taken[i] = true;
-            n_taken += 1;
+    for item in items {
+        let count = per_path.entry(file_of(&item)).or_default();
+        *count += 1;
+        if *count <= per_file || is_exempt(&item) {
+            kept.push(item);
+        } else {
+            deferred.push(item);
         }
     }
-    // Backfill: deferred items, best first, until the limit is met.
-    for flag in taken.iter_mut() {
-        if n_taken == limit {
-            break;
+    kept.extend(deferred);
+    kept.truncate(limit);
+    kept
+}
+
+/// Makes every item's score follow the list: an item placed above a
+/// better scored one (an exact name, a phrase, a file's turn) is scored
+/// just above the one below it, so a client that sorts by score keeps the
+/// order. Scores then strictly fall; a score that is not finite counts 0.
+pub fn make_falling<T>(items: &mut [T], score: impl Fn(&mut T) -> &mut f32) {
+    let mut floor = f32::NEG_INFINITY;
+    for item in items.iter_mut().rev() {
+        let s = score(item);
+        if !s.is_finite() {
+            *s = 0.0;
         }
-        if !*flag {
-            *flag = true;
-            n_taken += 1;
+        if *s <= floor {
+            // A step that survives f32 rounding at this magnitude.
+            *s = floor + (floor.abs() * 1e-6).max(1e-9);
         }
+        floor = *s;
     }
-    items
-        .into_iter()
-        .zip(taken)
-        .filter_map(|(item, keep)| keep.then_some(item))
-        .collect()
 }
 
 /// One file's unpinned items, best first: (score, exempt, item).
@@ -536,20 +536,37 @@ mod tests {
             ("a", false),
             ("b", false),
         ];
-        check_cap(&items, 4, 2, &[0, 1, 2, 4]);
-        check_cap(&items, 10, 2, &[0, 1, 2, 3, 4]);
+        // The crowding file's third item comes after every other file's.
+        check_cap(&items, 4, 2, &[0, 1, 4, 2]);
+        check_cap(&items, 10, 2, &[0, 1, 4, 2, 3]);
     }
 
     #[test]
-    fn exempt_hits_do_not_use_their_files_quota() {
+    fn exempt_hits_keep_their_place_and_count() {
         let items = [
             ("a", true),
             ("a", false),
             ("a", false),
-            ("a", false),
+            ("a", true),
             ("b", false),
         ];
-        check_cap(&items, 4, 2, &[0, 1, 2, 4]);
+        check_cap(&items, 5, 2, &[0, 1, 3, 4, 2]);
+    }
+
+    #[test]
+    fn the_head_does_not_depend_on_the_limit() {
+        let items = [
+            ("a", false),
+            ("a", false),
+            ("a", false),
+            ("b", false),
+            ("a", false),
+            ("c", false),
+        ];
+        let all = [0, 1, 3, 5, 2, 4];
+        for limit in 0..=items.len() {
+            check_cap(&items, limit, 2, &all[..limit]);
+        }
     }
 
     #[test]
@@ -557,6 +574,17 @@ mod tests {
         let items = [("a", false), ("a", false), ("a", false)];
         check_cap(&items, 2, 0, &[0, 1]);
         check_cap(&items, 0, 2, &[]);
+    }
+
+    #[test]
+    fn scores_fall_down_the_list() {
+        let mut scores = vec![0.2f32, 0.5, 0.5, f32::NAN, 0.1, 0.3, 0.0];
+        make_falling(&mut scores, |s| s);
+        assert!(scores.windows(2).all(|w| w[0] > w[1]), "{scores:?}");
+        // Scores already falling are kept as they are.
+        let mut kept = vec![0.9f32, 0.5, 0.1];
+        make_falling(&mut kept, |s| s);
+        assert_eq!(kept, vec![0.9, 0.5, 0.1]);
     }
 
     #[test]

@@ -9,6 +9,8 @@
 use super::{Hit, SearchOptions};
 use crate::chunk::ChunkKind;
 use crate::index::segment::{ChunkRecord, Segment};
+use crate::lexical::tokenize::tokenize;
+use crate::lexical::Query;
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 
@@ -112,13 +114,16 @@ pub fn find_again(
         .min_by_key(|c| c.start_line.abs_diff(line))
 }
 
-/// The hit for a chunk, its range and snippet from the current text
-/// (`locate_now`); `None` when the chunk's symbol is no longer there.
+/// The hit for a chunk, its range, snippet and detail line from the
+/// current text (`locate_now`); `None` when the chunk's symbol is no
+/// longer there.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn make_hit(
     segment: &Segment,
     chunk: &ChunkRecord,
     score: f32,
     sources: Vec<&'static str>,
+    query: &Query,
     options: &SearchOptions,
     text: &mut dyn TextSource,
     fresh: &mut FxHashMap<String, bool>,
@@ -129,6 +134,9 @@ pub(super) fn make_hit(
     let snippet = file
         .map(|file| snippet(file, start_line, end_line, options.snippet_lines))
         .unwrap_or_default();
+    let (detail_line, detail) = file
+        .and_then(|file| matched_line(file, start_line, end_line, query))
+        .unwrap_or((start_line, String::new()));
     Some(Hit {
         chunk_id: chunk.chunk_id,
         path: path.to_string(),
@@ -136,13 +144,79 @@ pub(super) fn make_hit(
         end_line,
         symbol: chunk.qualified_name.to_string(),
         name: chunk.name.to_string(),
+        label: chunk.kind.label(&chunk.qualified_name),
         kind: chunk.kind.name(),
         language: chunk.language.name(),
         score,
         sources,
         ranks: Default::default(),
         snippet,
+        detail,
+        detail_line,
     })
+}
+
+/// Most characters of a detail line.
+const DETAIL_CHARS: usize = 160;
+
+/// The line of lines `start..=end` (1-based) of `file` to show beside a
+/// hit, with its number: the first holding one of the query's quoted
+/// phrases (case-insensitive), else the one holding the most weight of
+/// the query's terms (the first of equals), else the signature: the
+/// first line with text that is not a comment or decorator. Trimmed and
+/// shortened; `None` for an empty range.
+pub fn matched_line(file: &str, start: u32, end: u32, query: &Query) -> Option<(u32, String)> {
+    let lines: Vec<(u32, &str)> = file
+        .lines()
+        .enumerate()
+        .skip(start.saturating_sub(1) as usize)
+        .take(end.saturating_sub(start) as usize + 1)
+        .map(|(i, line)| (i as u32 + 1, line))
+        .filter(|(_, line)| !line.trim().is_empty())
+        .collect();
+    let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
+    let with_phrase = lines.iter().find(|(_, line)| {
+        let line = normalize(line);
+        phrases
+            .iter()
+            .any(|p| !p.is_empty() && line.contains(p.as_str()))
+    });
+    let best = with_phrase.copied().or_else(|| {
+        let mut best: Option<((u32, &str), f32)> = None;
+        for &(n, line) in &lines {
+            let mut seen = vec![false; query.terms.len()];
+            tokenize(line, &mut |token| {
+                if let Some(i) = query.terms.iter().position(|t| t == token) {
+                    seen[i] = true;
+                }
+            });
+            let weight: f32 = (0..seen.len())
+                .filter(|&i| seen[i])
+                .map(|i| query.weight(i))
+                .sum();
+            if weight > 0.0 && best.is_none_or(|(_, w)| weight > w) {
+                best = Some(((n, line), weight));
+            }
+        }
+        best.map(|(line, _)| line)
+    });
+    let (n, line) = best
+        .or_else(|| lines.iter().find(|(_, l)| !is_preamble(l)).copied())
+        .or_else(|| lines.first().copied())?;
+    let line = line.trim();
+    let shown = match line.char_indices().nth(DETAIL_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    };
+    Some((n, shown))
+}
+
+/// A line that only documents or decorates what follows.
+pub fn is_preamble(line: &str) -> bool {
+    let line = line.trim_start();
+    ["//", "/*", "*", "#", "@", "--", "\"\"\"", "'''"]
+        .iter()
+        .any(|p| line.starts_with(p))
 }
 
 /// The chunk's bytes in `file`, or nothing when the file has changed under it.
@@ -187,6 +261,25 @@ mod tests {
             normalize("  Graph_Store\n\t mutex  POISONED "),
             "graph_store mutex poisoned"
         );
+    }
+
+    #[test]
+    fn the_detail_is_the_phrase_then_the_words_then_the_signature() {
+        let file = "/// Doc.\n#[inline]\npub fn walk(x: u32) {\n    let n = 1;\n    \"binary file matches\"\n    retry(backoff)\n}\n";
+        let line = |q: &str| matched_line(file, 1, 7, &Query::parse(q));
+        assert_eq!(
+            line("\"Binary file  matches\""),
+            Some((5, "\"binary file matches\"".into()))
+        );
+        assert_eq!(
+            line("retry with backoff"),
+            Some((6, "retry(backoff)".into()))
+        );
+        assert_eq!(line("quokka"), Some((3, "pub fn walk(x: u32) {".into())));
+        assert_eq!(matched_line(file, 40, 50, &Query::parse("x")), None);
+        let long = "x".repeat(500);
+        let (_, shown) = matched_line(&long, 1, 1, &Query::parse("y")).unwrap();
+        assert_eq!(shown.chars().count(), DETAIL_CHARS + 1);
     }
 
     #[test]

@@ -15,9 +15,10 @@ mod lexical;
 mod live;
 mod symbol;
 
-pub use live::{find_again, locate_now, snippet, DiskText, TextSource};
+pub use live::{find_again, is_preamble, locate_now, matched_line, snippet, DiskText, TextSource};
 pub use symbol::{find_symbols, SymbolHit};
 
+use crate::chunk::ChunkKind;
 use crate::dense::{DenseEngine, DenseTier};
 use crate::filter::Filter;
 use crate::index::segment::{ChunkRecord, Segment};
@@ -26,13 +27,13 @@ use crate::lexical::{Bm25Config, Query};
 use crate::rank::frames::{frames, names_file, Frame};
 use crate::rank::signals::{self, ChunkFacts, QueryFacts, Signals};
 use crate::rank::{
-    cap_per_file, fuse, merge_partial, promote, saturate_per_file, Branch, FuseConfig, Fused,
-    Saturation,
+    cap_per_file, fuse, make_falling, merge_partial, promote, saturate_per_file, Branch,
+    FuseConfig, Fused, Saturation,
 };
 use dense::dense_branch;
 use lexical::{lexical_branch, LexicalHit, LexicalList};
 use live::make_hit;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::cell::RefCell;
 use symbol::{symbol_branch, SymbolBranch};
@@ -60,12 +61,13 @@ pub struct SearchOptions {
     pub limit: usize,
     /// RRF constant, per-branch depth and weights.
     pub fuse: FuseConfig,
-    /// 0 turns per-file diversity off. Otherwise, with `file_saturation`
-    /// 0: most hits from one file before other files get a turn; exact and
-    /// symbol-name hits are exempt, and deferred hits backfill.
+    /// Most hits from one file before every other file's hits get a turn
+    /// (0 = no cap); a file's further hits come after them. Exact-name
+    /// definitions are always taken (and count). Applies on top of
+    /// `file_saturation`.
     pub per_file_cap: usize,
     /// Soft per-file diversity instead of the cap: the n-th hit of a file
-    /// counts `file_saturation^(n-1)` of its score (0 = use the cap).
+    /// counts `file_saturation^(n-1)` of its score (0 = off).
     pub file_saturation: f32,
     /// The first `diverse_head` places are shaped by `file_saturation`;
     /// the places after them go by score alone
@@ -97,7 +99,7 @@ impl Default for SearchOptions {
         SearchOptions {
             limit: 10,
             fuse: FuseConfig::default(),
-            per_file_cap: 2,
+            per_file_cap: 0,
             file_saturation: 0.85,
             diverse_head: 7,
             snippet_lines: 6,
@@ -213,6 +215,9 @@ pub struct Hit {
     pub symbol: String,
     /// The bare name (`symbol` is the qualified name).
     pub name: String,
+    /// How the hit is shown: the qualified name, or `impl X` / `impl
+    /// Trait for X` for an impl block (as rust-analyzer labels them).
+    pub label: String,
     pub kind: &'static str,
     pub language: &'static str,
     pub score: f32,
@@ -220,6 +225,12 @@ pub struct Hit {
     /// 1-based rank in each branch that found the hit.
     pub ranks: std::collections::BTreeMap<&'static str, u32>,
     pub snippet: String,
+    /// The line to show beside the hit: the first holding a quoted
+    /// phrase, else the one holding most of the query's words, else the
+    /// signature (the first line that is not doc comment or decorator).
+    pub detail: String,
+    /// Where `detail` is, 1-based.
+    pub detail_line: u32,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
@@ -240,6 +251,9 @@ pub struct SearchResults {
     pub reason: Option<String>,
     pub coverage: Coverage,
     pub hits: Vec<Hit>,
+    /// No chunk matched the query's words or names: any hits are only
+    /// near it in meaning (an identifier that exists nowhere).
+    pub no_match: bool,
     /// The idf-weighted share of the query's terms that the best lexical
     /// candidate holds (what lowers the dense weight, see
     /// `FuseConfig::lexical_confidence`).
@@ -288,213 +302,385 @@ pub fn search_blended(
 ) -> SearchResults {
     let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
     let (embedded, total) = snapshot.coverage_of(tier);
-    // The share of the chunks the dense vectors reach.
-    let vector_share = if total > 0 {
-        embedded as f32 / total as f32
-    } else {
-        1.0
-    };
     let mut results = SearchResults {
         mode: "lexical",
         reason: None,
         coverage: Coverage { embedded, total },
         hits: Vec::new(),
+        no_match: false,
         lexical_coverage: 0.0,
     };
-    let query = Query::parse(query_text);
     if options.limit == 0 || query_text.trim().is_empty() {
         return results;
     }
-    let depth = options.fuse.depth_for(options.limit);
+    let query = Query::parse(query_text);
     let filter = ChunkFilter::new(snapshot, &options.filter);
-
-    // Dense branch first: its failure decides the mode.
-    let mut dense_ids: Vec<u32> = Vec::new();
-    if options.branches.dense {
-        match dense_branch(snapshot, query_text, depth, dense, &filter, None) {
-            Ok(ids) if embedded < total => {
-                results.mode = "partial";
-                let stand_in = fill
-                    .filter(|_| tier == DenseTier::Transformer)
-                    .filter(|_| options.fuse.fill_discount.is_finite())
-                    .map(|fill| {
-                        let covered = snapshot.vectors_of(DenseTier::Transformer);
-                        dense_branch(snapshot, query_text, depth, Some(fill), &filter, covered)
-                    });
-                dense_ids = ids;
-                let rest = total - embedded;
-                let progress = format!("embedding in progress: {embedded} of {total} chunks have");
-                results.reason = Some(match stand_in {
-                    Some(Ok(fill_ids)) => {
-                        dense_ids = merge_partial(
-                            &dense_ids,
-                            &fill_ids,
-                            vector_share,
-                            options.fuse.fill_discount,
-                            depth,
-                        );
-                        format!(
-                            "{progress} transformer vectors; \
-                             static-tier vectors stand in for the other {rest}"
-                        )
-                    }
-                    Some(Err(reason)) => format!(
-                        "{progress} vectors; the other {rest} are found by the lexical and \
-                         symbol branches only (static tier: {reason})"
-                    ),
-                    None => format!(
-                        "{progress} vectors; the rest are found by the lexical and symbol \
-                         branches only"
-                    ),
-                });
-            }
-            Ok(ids) => {
-                results.mode = "hybrid";
-                dense_ids = ids;
-            }
-            Err(reason) => results.reason = Some(reason),
+    let ctx = PassContext {
+        snapshot,
+        query_text,
+        query: &query,
+        options,
+        dense,
+        fill,
+        filter: &filter,
+    };
+    // The head is ranked at one depth whatever the limit, so the first N
+    // hits never depend on how many more were asked for; a limit the
+    // first pass cannot fill is filled from deeper passes, each adding
+    // only what the passes before it did not list.
+    let deepest = options.fuse.depth_for(options.limit.min(MAX_LIMIT));
+    let mut depth = options.fuse.depth.unwrap_or(HEAD_DEPTH).min(deepest);
+    let mut listed: FxHashSet<u32> = FxHashSet::default();
+    let mut placed = Placed::default();
+    let mut first = true;
+    loop {
+        let pass = ctx.rank(depth, text);
+        if first {
+            first = false;
+            results.mode = pass.mode;
+            results.reason = pass.reason.clone();
+            results.lexical_coverage = pass.lexical_coverage;
+            results.no_match = !pass.matched;
         }
-    } else {
-        results.reason = Some("dense branch turned off".into());
+        for ranked in pass.order {
+            if results.hits.len() == options.limit {
+                break;
+            }
+            if !listed.insert(ranked.fused.chunk_id) {
+                continue;
+            }
+            if let Some(hit) = placed.resolve(snapshot, &ranked, &query, options, text) {
+                results.hits.push(hit);
+            }
+        }
+        if results.hits.len() >= options.limit || pass.exhausted || depth >= deepest {
+            break;
+        }
+        depth = depth.saturating_mul(4).min(deepest);
     }
+    make_falling(&mut results.hits, |hit| &mut hit.score);
+    results
+}
 
-    let LexicalList {
-        hits: lexical,
-        coverage,
-    } = if options.branches.lexical {
-        lexical_branch(snapshot, &query, depth, options, text, &filter)
-    } else {
-        LexicalList::default()
-    };
-    let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
-    // One symbol search serves the symbol branch and exact-name priority.
-    let identifier = looks_like_identifier(query_text);
-    let symbol = if identifier && (options.branches.symbol || options.exact_priority) {
-        symbol_branch(snapshot, query_text.trim(), depth, &filter)
-    } else {
-        SymbolBranch::default()
-    };
-    let symbol_ids = if options.branches.symbol {
-        symbol.ids
-    } else {
-        Vec::new()
-    };
-    let lists = [
-        (Branch::Lexical, lexical_ids.as_slice()),
-        (Branch::Dense, dense_ids.as_slice()),
-        (Branch::Symbol, symbol_ids.as_slice()),
-    ];
-    let mut fuse_config = options.fuse.clone();
-    if tier == DenseTier::Static {
-        fuse_config.weights[1] *= fuse_config.static_dense;
-    }
-    if results.mode == "partial" {
-        fuse_config.weights[1] *= vector_share.powf(fuse_config.partial_power);
-    }
-    if looks_like_code(query_text) {
-        let w = options.signals.symbol_query_weight;
-        fuse_config.weights[0] *= w;
-        fuse_config.weights[2] *= w;
-    } else {
-        fuse_config.weights[1] *= options.signals.prose_dense_weight;
-    }
-    results.lexical_coverage = coverage;
-    // A lexical list whose best hit holds the whole query is evidence the
-    // dense list should not overrule; one that matches little is not.
-    fuse_config.weights[1] *= options.fuse.dense_factor(query_text, coverage);
-    let mut fused = fuse(&lists, &fuse_config, Some(depth));
-    let lexical_info: FxHashMap<u32, &LexicalHit> =
-        lexical.iter().map(|h| (h.chunk_id, h)).collect();
-    let query_facts = QueryFacts::new(query_text);
-    signals::apply(&mut fused, &options.signals, &query_facts, |id| {
-        snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
-            path: segment.path_of(chunk),
-            name: &chunk.name,
-            qualified_name: &chunk.qualified_name,
-            kind: chunk.kind,
-            language: chunk.language,
-            lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
-            superseded: snapshot.layout.is_superseded(segment.path_of(chunk)),
-        })
-    });
-    if options.signals.frames > 0.0 {
-        let located = locate_frames(snapshot, &frames(query_text), &filter);
-        raise_located(&mut fused, &located, options.signals.frames);
-    }
-    let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
-    // Definitions named exactly like an identifier query.
-    let exact = symbol.exact;
-    let is_exact = |f: &Fused| exact.contains(&f.chunk_id);
-    if options.exact_priority {
-        // Exact names (joined to the list if no branch found them) and
-        // verified phrases above every fused result, fused order within
-        // each group.
-        let listed: rustc_hash::FxHashSet<u32> = fused.iter().map(|f| f.chunk_id).collect();
-        let mut missing: Vec<u32> = exact
-            .iter()
-            .copied()
-            .filter(|id| !listed.contains(id))
-            .collect();
-        missing.sort_unstable();
-        // Above every fused result, so scored like the best of them.
-        let top = fused.first().map_or(0.0, |f| f.score);
-        fused.extend(missing.into_iter().map(|chunk_id| Fused {
-            chunk_id,
-            score: top,
-            ranks: [None; 3],
-        }));
-        promote(&mut fused, |f| is_exact(f) || is_phrase(f));
-    }
-    let path_of = |f: &Fused| {
-        snapshot
-            .chunk(f.chunk_id)
-            .map_or("", |(seg, chunk)| seg.path_of(chunk))
-    };
-    let fused = if options.per_file_cap == 0 {
-        // Per-file diversity off.
-        fused.into_iter().take(options.limit).collect()
-    } else if options.file_saturation > 0.0 {
-        saturate_per_file(
-            fused,
-            options.limit,
-            Saturation {
-                decay: options.file_saturation,
-                head: options.diverse_head,
-            },
-            path_of,
-            |f| f.score,
-            |f| options.exact_priority && (is_exact(f) || is_phrase(f)),
-            |f| f.rank(Branch::Symbol).is_some(),
-        )
-    } else {
-        cap_per_file(fused, options.limit, options.per_file_cap, path_of, |f| {
-            (options.exact_priority && is_exact(f)) || f.rank(Branch::Symbol).is_some()
-        })
-    };
-    let mut fresh = FxHashMap::default();
-    for f in fused {
-        let Some((segment, chunk)) = snapshot.chunk(f.chunk_id) else {
-            continue;
+/// Candidates per branch for the head of every result list
+/// (`FuseConfig::depth` overrides it).
+pub const HEAD_DEPTH: usize = 50;
+
+/// The most hits one search returns; a larger limit is read as this one.
+pub const MAX_LIMIT: usize = 10_000;
+
+/// What one pass needs besides its depth.
+struct PassContext<'q> {
+    snapshot: &'q Snapshot,
+    query_text: &'q str,
+    query: &'q Query,
+    options: &'q SearchOptions,
+    dense: Option<&'q DenseEngine>,
+    fill: Option<&'q DenseEngine>,
+    filter: &'q ChunkFilter<'q>,
+}
+
+/// A fused candidate in its final place, with the evidence that pinned it.
+struct Ranked {
+    fused: Fused,
+    exact: bool,
+    phrase: bool,
+}
+
+/// One pass of the branches at one depth, fused and ordered.
+struct Pass {
+    mode: &'static str,
+    reason: Option<String>,
+    lexical_coverage: f32,
+    /// Some branch's list held a chunk that matched the query's words or
+    /// names (the lexical or the symbol branch), not only its meaning.
+    matched: bool,
+    /// Every list came back shorter than the depth: a deeper pass finds
+    /// nothing more.
+    exhausted: bool,
+    order: Vec<Ranked>,
+}
+
+impl PassContext<'_> {
+    fn rank(&self, depth: usize, text: &mut dyn TextSource) -> Pass {
+        let PassContext {
+            snapshot,
+            query_text,
+            query,
+            options,
+            dense,
+            fill,
+            filter,
+        } = *self;
+        let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
+        let (embedded, total) = snapshot.coverage_of(tier);
+        // The share of the chunks the dense vectors reach.
+        let vector_share = if total > 0 {
+            embedded as f32 / total as f32
+        } else {
+            1.0
         };
+        let mut mode = "lexical";
+        let mut reason = None;
+        // Dense branch first: its failure decides the mode.
+        let mut dense_ids: Vec<u32> = Vec::new();
+        if options.branches.dense {
+            match dense_branch(snapshot, query_text, depth, dense, filter, None) {
+                Ok(ids) if embedded < total => {
+                    mode = "partial";
+                    let stand_in = fill
+                        .filter(|_| tier == DenseTier::Transformer)
+                        .filter(|_| options.fuse.fill_discount.is_finite())
+                        .map(|fill| {
+                            let covered = snapshot.vectors_of(DenseTier::Transformer);
+                            dense_branch(snapshot, query_text, depth, Some(fill), filter, covered)
+                        });
+                    dense_ids = ids;
+                    let rest = total - embedded;
+                    let progress =
+                        format!("embedding in progress: {embedded} of {total} chunks have");
+                    reason = Some(match stand_in {
+                        Some(Ok(fill_ids)) => {
+                            dense_ids = merge_partial(
+                                &dense_ids,
+                                &fill_ids,
+                                vector_share,
+                                options.fuse.fill_discount,
+                                depth,
+                            );
+                            format!(
+                                "{progress} transformer vectors; \
+                                 static-tier vectors stand in for the other {rest}"
+                            )
+                        }
+                        Some(Err(why)) => format!(
+                            "{progress} vectors; the other {rest} are found by the lexical and \
+                             symbol branches only (static tier: {why})"
+                        ),
+                        None => format!(
+                            "{progress} vectors; the rest are found by the lexical and symbol \
+                             branches only"
+                        ),
+                    });
+                }
+                Ok(ids) => {
+                    mode = "hybrid";
+                    dense_ids = ids;
+                }
+                Err(why) => reason = Some(why),
+            }
+        } else {
+            reason = Some("dense branch turned off".into());
+        }
+
+        let LexicalList {
+            hits: lexical,
+            coverage,
+        } = if options.branches.lexical {
+            lexical_branch(snapshot, query, depth, options, text, filter)
+        } else {
+            LexicalList::default()
+        };
+        let lexical_ids: Vec<u32> = lexical.iter().map(|h| h.chunk_id).collect();
+        // One symbol search serves the symbol branch and exact-name priority.
+        let identifier = looks_like_identifier(query_text);
+        let symbol = if identifier && (options.branches.symbol || options.exact_priority) {
+            symbol_branch(snapshot, query_text.trim(), depth, filter)
+        } else {
+            SymbolBranch::default()
+        };
+        let matched = !lexical_ids.is_empty() || !symbol.ids.is_empty() || !symbol.exact.is_empty();
+        let symbol_ids = if options.branches.symbol {
+            symbol.ids
+        } else {
+            Vec::new()
+        };
+        let exhausted = [&lexical_ids, &dense_ids, &symbol_ids]
+            .iter()
+            .all(|ids| ids.len() < depth);
+        let lists = [
+            (Branch::Lexical, lexical_ids.as_slice()),
+            (Branch::Dense, dense_ids.as_slice()),
+            (Branch::Symbol, symbol_ids.as_slice()),
+        ];
+        let mut fuse_config = options.fuse.clone();
+        if tier == DenseTier::Static {
+            fuse_config.weights[1] *= fuse_config.static_dense;
+        }
+        if mode == "partial" {
+            fuse_config.weights[1] *= vector_share.powf(fuse_config.partial_power);
+        }
+        if looks_like_code(query_text) {
+            let w = options.signals.symbol_query_weight;
+            fuse_config.weights[0] *= w;
+            fuse_config.weights[2] *= w;
+        } else {
+            fuse_config.weights[1] *= options.signals.prose_dense_weight;
+        }
+        // A lexical list whose best hit holds the whole query is evidence the
+        // dense list should not overrule; one that matches little is not.
+        fuse_config.weights[1] *= options.fuse.dense_factor(query_text, coverage);
+        let mut fused = fuse(&lists, &fuse_config, Some(depth));
+        let lexical_info: FxHashMap<u32, &LexicalHit> =
+            lexical.iter().map(|h| (h.chunk_id, h)).collect();
+        let query_facts = QueryFacts::new(query_text);
+        signals::apply(&mut fused, &options.signals, &query_facts, |id| {
+            snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
+                path: segment.path_of(chunk),
+                name: &chunk.name,
+                qualified_name: &chunk.qualified_name,
+                kind: chunk.kind,
+                language: chunk.language,
+                lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
+                superseded: snapshot.layout.is_superseded(segment.path_of(chunk)),
+            })
+        });
+        if options.signals.frames > 0.0 {
+            let located = locate_frames(snapshot, &frames(query_text), filter);
+            raise_located(&mut fused, &located, options.signals.frames);
+        }
+        let is_phrase = |f: &Fused| lexical_info.get(&f.chunk_id).is_some_and(|h| h.phrase);
+        // Definitions named exactly like an identifier query.
+        let exact = symbol.exact;
+        let is_exact = |f: &Fused| exact.contains(&f.chunk_id);
+        let is_impl = |f: &Fused| {
+            snapshot
+                .chunk(f.chunk_id)
+                .is_some_and(|(_, chunk)| chunk.kind == ChunkKind::Impl)
+        };
+        if options.exact_priority {
+            // Exact names (joined to the list if no branch found them) and
+            // verified phrases above every fused result, fused order within
+            // each group.
+            let listed: FxHashSet<u32> = fused.iter().map(|f| f.chunk_id).collect();
+            let mut missing: Vec<u32> = exact
+                .iter()
+                .copied()
+                .filter(|id| !listed.contains(id))
+                .collect();
+            missing.sort_unstable();
+            // Above every fused result, so scored like the best of them.
+            let top = fused.first().map_or(0.0, |f| f.score);
+            fused.extend(missing.into_iter().map(|chunk_id| Fused {
+                chunk_id,
+                score: top,
+                ranks: [None; 3],
+            }));
+            promote(&mut fused, |f| is_exact(f) || is_phrase(f));
+            // The definition of a type before the `impl` blocks named
+            // like it: `SearcherBuilder` opens the struct.
+            let pinned = fused
+                .iter()
+                .take_while(|f| is_exact(f) || is_phrase(f))
+                .count();
+            fused[..pinned].sort_by_key(|f| is_exact(f) && is_impl(f));
+        }
+        let path_of = |f: &Fused| {
+            snapshot
+                .chunk(f.chunk_id)
+                .map_or("", |(seg, chunk)| seg.path_of(chunk))
+        };
+        let is_pinned = |f: &Fused| options.exact_priority && (is_exact(f) || is_phrase(f));
+        // Every candidate in its place (no limit: which come first must not
+        // depend on how many are asked for).
+        let all = fused.len();
+        let fused = if options.file_saturation > 0.0 {
+            saturate_per_file(
+                fused,
+                all,
+                Saturation {
+                    decay: options.file_saturation,
+                    head: options.diverse_head,
+                },
+                path_of,
+                |f| f.score,
+                is_pinned,
+                |f| f.rank(Branch::Symbol).is_some(),
+            )
+        } else {
+            fused
+        };
+        // A hard cap on top: at most `per_file_cap` hits of a file before
+        // every other file's hits (exact names are always taken).
+        let fused = cap_per_file(fused, all, options.per_file_cap, path_of, |f| {
+            options.exact_priority && is_exact(f)
+        });
+        let order = fused
+            .into_iter()
+            .map(|f| Ranked {
+                exact: options.exact_priority && is_exact(&f),
+                phrase: options.exact_priority && is_phrase(&f),
+                fused: f,
+            })
+            .collect();
+        Pass {
+            mode,
+            reason,
+            lexical_coverage: coverage,
+            matched,
+            exhausted,
+            order,
+        }
+    }
+}
+
+/// The hits placed so far, by file, so that a text window overlapping a
+/// hit already listed is not listed again.
+#[derive(Default)]
+struct Placed {
+    /// Per path: (start line, end line, is a text window).
+    ranges: FxHashMap<String, Vec<(u32, u32, bool)>>,
+    /// Per path: whether its text still has the indexed hash.
+    fresh: FxHashMap<String, bool>,
+}
+
+impl Placed {
+    /// The hit for `ranked`, resolved against the current text; `None`
+    /// when its symbol is gone or it repeats lines a listed hit shows (two
+    /// overlapping ranges where either is a text window; a definition
+    /// nested in another, a method in its class, is a hit of its own).
+    fn resolve(
+        &mut self,
+        snapshot: &Snapshot,
+        ranked: &Ranked,
+        query: &Query,
+        options: &SearchOptions,
+        text: &mut dyn TextSource,
+    ) -> Option<Hit> {
+        let f = &ranked.fused;
+        let (segment, chunk) = snapshot.chunk(f.chunk_id)?;
         let mut sources: Vec<&'static str> = f.branches().map(Branch::name).collect();
-        if options.exact_priority && is_exact(&f) {
+        if ranked.exact {
             sources.push("exact");
         }
-        if options.exact_priority && is_phrase(&f) {
+        if ranked.phrase {
             sources.push("phrase");
         }
-        let ranks = f
+        let mut hit = make_hit(
+            segment,
+            chunk,
+            f.score,
+            sources,
+            query,
+            options,
+            text,
+            &mut self.fresh,
+        )?;
+        let window = chunk.kind == ChunkKind::Lines;
+        let ranges = self.ranges.entry(hit.path.clone()).or_default();
+        let overlaps = ranges.iter().any(|&(start, end, other_window)| {
+            (window || other_window) && start <= hit.end_line && hit.start_line <= end
+        });
+        if overlaps {
+            return None;
+        }
+        ranges.push((hit.start_line, hit.end_line, window));
+        hit.ranks = f
             .branches()
             .map(|b| (b.name(), f.rank(b).unwrap_or(0)))
             .collect();
-        let Some(mut hit) = make_hit(segment, chunk, f.score, sources, options, text, &mut fresh)
-        else {
-            continue;
-        };
-        hit.ranks = ranks;
-        results.hits.push(hit);
+        Some(hit)
     }
-    results
 }
 
 /// A query that is one identifier or qualified name (`GraphStore::lookup`).

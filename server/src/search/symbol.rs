@@ -37,8 +37,9 @@ fn symbol_matches(
 }
 
 /// Reorders matches that tie on tier and score (`formatter` names 53
-/// definitions in fmt) by where they live rather than by chunk id, which
-/// depends on which worker parsed a file first: definitions in a file
+/// definitions in fmt) by what and where they are rather than by chunk
+/// id, which depends on which worker parsed a file first: a type's
+/// definition before the impl blocks named like it, then definitions in a file
 /// named after `name` first (`format.h` for `formatter`, `join_set.rs` for
 /// `JoinSet`), then by path, shorter first, and line. The same code gives
 /// the same order however often it was indexed, as long as the ties fit in
@@ -48,13 +49,22 @@ fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
     let name = squash(name);
     let key = |m: &SymbolMatch| {
         let Some((segment, chunk)) = snapshot.chunk(m.chunk_id) else {
-            return (true, usize::MAX, "", u32::MAX, m.chunk_id);
+            return (true, true, usize::MAX, "", u32::MAX, m.chunk_id);
         };
         let path = segment.path_of(chunk);
         let file = path.rsplit('/').next().unwrap_or(path);
         let stem = squash(file.split('.').next().unwrap_or(file));
         let named = same_name(&stem, &name);
-        (!named, path.len(), path, chunk.start_line, m.chunk_id)
+        // A type's definition before its impl blocks, wherever they are.
+        let is_impl = chunk.kind == ChunkKind::Impl;
+        (
+            is_impl,
+            !named,
+            path.len(),
+            path,
+            chunk.start_line,
+            m.chunk_id,
+        )
     };
     for ties in matches.chunk_by_mut(|a, b| a.tier == b.tier && a.score == b.score) {
         if ties.len() > 1 {

@@ -35,6 +35,46 @@ impl Workspace {
         ws
     }
 
+    /// A copy of a crate's source from the cargo registry (`prefix` is
+    /// its name; the newest version there): real code nobody here wrote,
+    /// present wherever this crate was built, since Quarry depends on it.
+    pub fn registry_crate(name: &str) -> Workspace {
+        let home = std::env::var_os("CARGO_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))
+            .expect("CARGO_HOME or HOME");
+        let registry = home.join("registry/src");
+        let prefix = format!("{name}-");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&registry)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|index| {
+                std::fs::read_dir(index.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+            })
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix(&prefix))
+                    .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .collect();
+        found.sort();
+        let source = found.pop().unwrap_or_else(|| {
+            panic!(
+                "crate {name} not found under {}: build Quarry first",
+                registry.display()
+            )
+        });
+        let ws = Workspace::empty();
+        copy_dir(&source, &ws.root());
+        ws
+    }
+
     pub fn root(&self) -> PathBuf {
         self.dir.path().join("root")
     }

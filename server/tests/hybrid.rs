@@ -565,4 +565,13 @@ fn the_result_contract_holds_on_a_real_crate() {
         .map(|h| h.label.as_str())
         .collect();
     assert!(impls.contains(&"impl WalkBuilder"), "{impls:?}");
+    // workspace/symbol: the struct before the impl block of the same name.
+    let symbols = quarry::search::find_symbols(&snapshot, "WalkBuilder", None, 10);
+    let kinds: Vec<&str> = symbols
+        .iter()
+        .filter(|s| s.qualified_name == "WalkBuilder")
+        .map(|s| s.kind)
+        .collect();
+    assert_eq!(kinds.first(), Some(&"struct"), "{kinds:?}");
+    assert!(kinds.contains(&"impl"), "{kinds:?}");
 }

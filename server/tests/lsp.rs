@@ -51,6 +51,25 @@ fn serves_symbols_search_buffers_saves_and_watched_files() {
         json!({"start": {"line": 54, "character": 11}, "end": {"line": 54, "character": 17}}),
         "{symbols}"
     );
+    // Ctrl+T on a type: the struct first, its impl blocks labelled as such.
+    let symbols = client.result("workspace/symbol", json!({"query": "GraphStore"}));
+    let names: Vec<&str> = symbols
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"GraphStore"), "{symbols}");
+    assert!(names.contains(&"impl GraphStore"), "{names:?}");
+    assert!(
+        names.contains(&"impl NodeSource for GraphStore"),
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "GraphStore").count(),
+        1,
+        "{names:?}"
+    );
     // A decorated class opens at `class RetryPolicy`, not `@dataclass`.
     let symbols = client.result("workspace/symbol", json!({"query": "RetryPolicy"}));
     let class = symbols

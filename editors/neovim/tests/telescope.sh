@@ -65,6 +65,8 @@ expect "expand('%:t') .. ':' .. line('.') .. ':' .. col('.')" "graph_store.rs:55
 # behind the picker shows the top of the file: the marker can only be in
 # the preview).
 tmux send-keys -t "$session" ":call append(54, '    // UNSAVED PREVIEW MARKER') | normal! gg" Enter
+# The server has the edit (its timing is the server tests' business).
+expect "luaeval('require(\"quarry\").search_sync(\"GraphStore::insert\").hits[1].selectionRange.start.line')" "55"
 tmux send-keys -t "$session" ":Telescope quarry" Enter
 wait_for "Quarry" 10
 tmux send-keys -t "$session" "GraphStore::insert"

@@ -20,11 +20,12 @@ if [ -f "$model/model.safetensors" ]; then
     wait_for "Quarry: starting (" 20
     shot startup-status.png
     tmux send-keys -t "$session" Enter
-    # Once ready, a word that is nowhere: the nearest by meaning, said so.
+    # Once every chunk has a vector, a word that is nowhere: the nearest by
+    # meaning, said so.
     for _ in $(seq 1 200); do
         ask "require('quarry').status_lines()[1]"
-        if pane | grep -qE "ASK Quarry: (hybrid|partial|lexical)"; then break; fi
-        sleep 0.3
+        if pane | grep -qE "ASK Quarry: (hybrid|lexical)"; then break; fi
+        sleep 0.5
     done
     tmux send-keys -t "$session" ":Quarry search quokka_trampoline_gauge" Enter
     wait_for "No match for 'quokka_trampoline_gauge' — nearest by meaning" 30

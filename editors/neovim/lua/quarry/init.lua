@@ -171,6 +171,12 @@ function M.request(client, method, params, timeout_ms)
     end
     return nil, M.STARTING
   end
+  -- Unsaved edits of every attached buffer reach the server first: Neovim
+  -- sends pending changes (debounced) only for the current buffer, and
+  -- telescope's prompt is the current buffer.
+  pcall(function()
+    require("vim.lsp._changetracking").flush(client)
+  end)
   local response, err = call(client, "request_sync", method, params, timeout_ms or 10000, 0)
   if not response then
     return nil, "Quarry: no answer to " .. method .. " (" .. tostring(err or "the server stopped") .. ")"
@@ -418,6 +424,8 @@ local function search_when_ready(query, client)
     vim.wait(200)
     result, err = M.search_checked(query, client)
   end
+  vim.api.nvim_echo({ { "" } }, false, {})
+  vim.cmd("redraw")
   return result, err
 end
 
@@ -562,7 +570,7 @@ function M.status_lines()
   elseif status.mode == "hybrid" then
     table.insert(lines, "Quarry: hybrid (model " .. tostring(value(model.id) or "?") .. ")")
   elseif status.mode == "partial" then
-    table.insert(lines, "Quarry: hybrid while vectors fill in (" .. tostring(reason or "embedding") .. ")")
+    table.insert(lines, "Quarry: partial, hybrid while vectors fill in (" .. tostring(reason or "embedding") .. ")")
   else
     table.insert(lines, "Quarry: lexical-only (" .. tostring(value(model.error) or reason or "no model") .. ")")
   end

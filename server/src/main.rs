@@ -519,6 +519,7 @@ fn run(cli: Cli) -> Result<()> {
             common,
         } => {
             let query = query.unwrap_or_default();
+            search::check_query(&query).map_err(anyhow::Error::msg)?;
             let filter = Filter::new(&filter.path, &filter.exclude, &filter.lang, &filter.kind)?;
             let options = tuned(
                 SearchOptions {
@@ -537,9 +538,12 @@ fn run(cli: Cli) -> Result<()> {
                         .filter(|l| !l.trim().is_empty())
                         .enumerate()
                         .map(|(i, line)| {
-                            serde_json::from_str::<String>(line).with_context(|| {
-                                format!("{}:{}: not a JSON string", file.display(), i + 1)
-                            })
+                            let at = || format!("{}:{}", file.display(), i + 1);
+                            let query = serde_json::from_str::<String>(line)
+                                .with_context(|| format!("{}: not a JSON string", at()))?;
+                            search::check_query(&query)
+                                .map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                            Ok(query)
                         })
                         .collect()
                 })

@@ -206,6 +206,9 @@ impl QuarryMcp {
         if args.query.trim().is_empty() {
             return tool_error("query is empty");
         }
+        if let Err(e) = crate::search::check_query(&args.query) {
+            return tool_error(e);
+        }
         let own = |v: &Option<String>| v.iter().cloned().collect::<Vec<_>>();
         let filter = match Filter::new(
             &own(&args.path),

@@ -117,6 +117,30 @@ fn user_errors_are_one_line_without_panic() {
 }
 
 #[test]
+fn huge_limits_and_depths_are_bounded_not_fatal() {
+    let ws = Workspace::fixture();
+    // Out of range: a usage error naming the flag (it used to panic in
+    // the vector index, exit 134).
+    for limit in ["18446744073709551615", "100000000", "0"] {
+        let output = quarry(&ws, &["search", "lookup", "--limit", limit]);
+        assert_eq!(output.status.code(), Some(2), "--limit {limit}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--limit"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // A depth past the bound is read as the bound.
+    for depth in ["1e30", "inf", "0"] {
+        let knob = format!("fuse.depth={depth}");
+        let output = quarry(&ws, &["search", "lookup", "--json", "--rank", &knob]);
+        let value: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
+        assert!(!value["hits"].as_array().unwrap().is_empty(), "{knob}");
+    }
+    let output = quarry(&ws, &["search", "lookup", "--rank", "fuse.depth=NaN"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not a number"));
+}
+
+#[test]
 fn odd_queries_never_fail() {
     let ws = Workspace::fixture();
     for query in ["", "\"", "\"\"", "::", "🙂", &"x".repeat(5000), "a\"b\"c\""] {

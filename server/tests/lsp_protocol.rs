@@ -138,6 +138,21 @@ fn bad_messages_are_answered_and_the_session_goes_on() {
         assert!(grown < 32 << 10, "peak memory grew by {grown} KiB");
     }
 
+    // A 1 MB query is refused at once with a message saying why (it took
+    // 13-19 s to search).
+    let started = Instant::now();
+    let huge = client.call("quarry/search", json!({"query": "retry ".repeat(200_000)}));
+    assert_eq!(huge["error"]["code"], -32602, "{huge}");
+    assert!(
+        huge["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most"),
+        "{huge}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    still_serving(&mut client, "a 1 MB query");
+
     // Parameterless requests take `{}`, `null` or nothing.
     for params in [json!({}), Value::Null] {
         let status = client.call("quarry/status", params.clone());

@@ -80,6 +80,8 @@ fn serves_the_four_tools_over_stdio() {
             "{key}"
         );
     }
+    let (error, text, _) = mcp.call("search_code", json!({"query": "retry ".repeat(200_000)}));
+    assert!(error && text.contains("at most"), "a 1 MB query is refused");
     let (error, text, _) = mcp.call("search_code", json!({"query": "insert", "limit": 0}));
     assert!(
         error && text.contains("limit"),

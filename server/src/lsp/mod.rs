@@ -496,6 +496,8 @@ impl Backend {
     async fn quarry_search(&self, params: Value) -> RpcResult<SearchResponse> {
         let params: SearchParams = serde_json::from_value(params)
             .map_err(|e| RpcError::invalid_params(format!("quarry/search: {e}")))?;
+        crate::search::check_query(&params.query)
+            .map_err(|e| RpcError::invalid_params(format!("quarry/search: {e}")))?;
         let settings = self.state.settings();
         let filter = Filter::new(
             &params.paths,

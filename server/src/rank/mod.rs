@@ -170,9 +170,18 @@ impl Default for FuseConfig {
     }
 }
 
+/// The most candidates one branch fetches.
+pub const MAX_DEPTH: usize = 40_000;
+
 impl FuseConfig {
+    /// Candidates per branch for `limit` hits: the set depth, else
+    /// `max(limit * 4, 50)`; never more than [`MAX_DEPTH`], whatever the
+    /// limit or setting (a huge `--limit` is refused work, not a panic in
+    /// the vector index).
     pub fn depth_for(&self, limit: usize) -> usize {
-        self.depth.unwrap_or_else(|| (limit * 4).max(50))
+        self.depth
+            .unwrap_or_else(|| limit.saturating_mul(4).max(50))
+            .clamp(1, MAX_DEPTH)
     }
 
     pub fn weight(&self, branch: Branch) -> f32 {
@@ -717,6 +726,12 @@ mod tests {
         );
         assert_eq!(FuseConfig::default().depth_for(5), 50);
         assert_eq!(FuseConfig::default().depth_for(20), 80);
+        assert_eq!(FuseConfig::default().depth_for(usize::MAX), MAX_DEPTH);
+        let huge = FuseConfig {
+            depth: Some(usize::MAX),
+            ..FuseConfig::default()
+        };
+        assert_eq!(huge.depth_for(10), MAX_DEPTH);
     }
 
     #[test]

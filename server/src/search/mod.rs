@@ -132,12 +132,16 @@ impl SearchOptions {
         let number: f32 = value
             .trim()
             .parse()
-            .map_err(|_| format!("--rank {key}: {value:?} is not a number"))?;
+            .ok()
+            .filter(|n: &f32| !n.is_nan())
+            .ok_or_else(|| format!("--rank {key}: {value:?} is not a number"))?;
         let flag = number != 0.0;
         let signals = &mut self.signals;
         match key {
             "fuse.k" => self.fuse.k = number,
-            "fuse.depth" => self.fuse.depth = Some(number.max(1.0) as usize),
+            "fuse.depth" => {
+                self.fuse.depth = Some(number.clamp(1.0, crate::rank::MAX_DEPTH as f32) as usize)
+            }
             "fuse.missing" => self.fuse.missing = number.max(0.0),
             "fuse.lexical" => self.fuse.weights[0] = number,
             "fuse.dense" => self.fuse.weights[1] = number,
@@ -313,6 +317,7 @@ pub fn search_blended(
     if options.limit == 0 || query_text.trim().is_empty() {
         return results;
     }
+    let query_text = bounded(query_text);
     let query = Query::parse(query_text);
     let filter = ChunkFilter::new(snapshot, &options.filter);
     let ctx = PassContext {
@@ -329,7 +334,7 @@ pub fn search_blended(
     // first pass cannot fill is filled from deeper passes, each adding
     // only what the passes before it did not list.
     let deepest = options.fuse.depth_for(options.limit.min(MAX_LIMIT));
-    let mut depth = options.fuse.depth.unwrap_or(HEAD_DEPTH).min(deepest);
+    let mut depth = options.fuse.depth.unwrap_or(HEAD_DEPTH).clamp(1, deepest);
     let mut listed: FxHashSet<u32> = FxHashSet::default();
     let mut placed = Placed::default();
     let mut first = true;
@@ -360,6 +365,31 @@ pub fn search_blended(
     }
     make_falling(&mut results.hits, |hit| &mut hit.score);
     results
+}
+
+/// The longest query text searched, in bytes: a pasted issue or stack
+/// trace fits many times over. The surfaces refuse a longer one with
+/// [`check_query`]'s message; the engine itself reads only this much.
+pub const MAX_QUERY_BYTES: usize = 64 * 1024;
+
+/// Why a query text is refused (longer than [`MAX_QUERY_BYTES`]).
+pub fn check_query(query: &str) -> Result<(), String> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(format!(
+            "the query is {} bytes; at most {MAX_QUERY_BYTES} are searched (quote the part that matters)",
+            query.len()
+        ));
+    }
+    Ok(())
+}
+
+/// `query` cut to at most [`MAX_QUERY_BYTES`], at a character boundary.
+fn bounded(query: &str) -> &str {
+    let mut end = query.len().min(MAX_QUERY_BYTES);
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    &query[..end]
 }
 
 /// Candidates per branch for the head of every result list

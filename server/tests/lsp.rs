@@ -306,7 +306,8 @@ fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
     let saw_starting = std::cell::Cell::new(false);
     let status = client.poll("quarry/status", json!(null), |s| {
         let folder = &s["folders"][0];
-        let loading = folder["ready"] != true || s["model"]["id"].is_null();
+        let loading =
+            folder["ready"] != true || folder["lastWalk"].is_null() || s["model"]["id"].is_null();
         if loading {
             saw_starting.set(true);
             assert_eq!(s["state"], "starting", "{s}");

@@ -10,6 +10,7 @@ use common::lsp::{start_with, start_with_options, wait_exit};
 use common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn frame(body: &str) -> Vec<u8> {
@@ -88,6 +89,15 @@ fn bad_messages_are_answered_and_the_session_goes_on() {
             json!(903),
         ),
         ("[1,2]", Value::Null),
+        // Ids past i64 ended the session (exit 0).
+        (
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"quarry/status"}"#,
+            json!(9223372036854775808u64),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":null}"#,
+            json!(18446744073709551615u64),
+        ),
     ];
     for (body, id) in invalid {
         client.send_bytes(&frame(body));
@@ -184,4 +194,34 @@ fn exit_without_shutdown_exits_with_1() {
     still_serving(&mut client, "start");
     client.notify("exit", json!(null));
     assert_eq!(wait_exit(&mut client).code(), Some(1));
+}
+
+#[test]
+fn a_root_uri_sent_unescaped_is_accepted() {
+    let ws = Workspace::empty();
+    let root = ws.root().join("my project é");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join("lib.rs"), "pub fn spaced_out_helper() {}\n").expect("write");
+    let root = std::fs::canonicalize(&root).expect("root");
+    let mut client = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache"),
+        None,
+    );
+    // As some clients send it: no percent-escapes.
+    let raw = format!("file://{}", root.display());
+    let init = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": raw, "capabilities": {}}),
+    );
+    assert_eq!(init["serverInfo"]["name"], "quarry");
+    client.notify("initialized", json!({}));
+    let status = client.poll("quarry/status", Value::Null, |s| {
+        !s["folders"][0]["lastWalk"].is_null()
+    });
+    assert_eq!(status["folders"][0]["files"], 1, "{status}");
+    let found = client.result("quarry/search", json!({"query": "spaced_out_helper"}));
+    assert_eq!(found["hits"][0]["label"], "spaced_out_helper", "{found}");
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
 }

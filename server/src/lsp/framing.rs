@@ -248,7 +248,12 @@ fn invalid(message: &Value) -> Option<(Value, String)> {
     let id = match object.get("id") {
         None => None,
         Some(id @ Value::String(_)) => Some(id.clone()),
-        Some(id @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(id.clone()),
+        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
+        // The protocol layer holds ids as i64: 2^63 and above ended the
+        // session; this one message is refused instead, with its id.
+        Some(id @ Value::Number(n)) if n.is_u64() => {
+            return Some((id.clone(), format!("id {n} is beyond 2^63 - 1")));
+        }
         Some(Value::Null) => Some(Value::Null),
         Some(other) => {
             return Some((
@@ -284,6 +289,53 @@ fn invalid(message: &Value) -> Option<(Value, String)> {
     }
 }
 
+/// Percent-escapes what some clients leave raw in `file://` URIs (spaces,
+/// non-ASCII, other characters a URI may not hold) under the keys `uri`
+/// and `rootUri`, anywhere in `value`; `%` is kept, so an escaped URI is
+/// unchanged. A root such as `/home/me/my project` was refused ("unexpected
+/// character at index 39") and left the server with no root. Returns
+/// whether anything changed.
+fn escape_uris(value: &mut Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut changed = false;
+            for (key, item) in map.iter_mut() {
+                if let (true, Value::String(uri)) = (key == "uri" || key == "rootUri", &*item) {
+                    if let Some(escaped) = escape_file_uri(uri) {
+                        *item = Value::String(escaped);
+                        changed = true;
+                    }
+                    continue;
+                }
+                changed |= escape_uris(item);
+            }
+            changed
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |c, v| escape_uris(v) | c),
+        _ => false,
+    }
+}
+
+/// `uri` with the bytes a URI may not hold escaped, or `None` when it is
+/// not a `file://` URI or needs nothing.
+fn escape_file_uri(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@%".contains(&b);
+    if rest.bytes().all(allowed) {
+        return None;
+    }
+    let mut out = String::with_capacity(uri.len() + 16);
+    out.push_str("file://");
+    for b in rest.bytes() {
+        if allowed(b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Some(out)
+}
+
 /// What to do with one frame's body: pass it on (maybe rewritten) or
 /// answer it with an error.
 fn admit(body: &[u8], gate: &Gate) -> Result<Vec<u8>, Vec<u8>> {
@@ -305,6 +357,11 @@ fn admit(body: &[u8], gate: &Gate) -> Result<Vec<u8>, Vec<u8>> {
             -32600,
             format!("Invalid request: {why}"),
         ));
+    }
+    if let Some(params) = message.get_mut("params") {
+        if escape_uris(params) {
+            return Ok(frame(message.to_string().as_bytes()));
+        }
     }
     let method = message.get("method").and_then(Value::as_str);
     if method == Some("exit") {
@@ -439,6 +496,27 @@ mod tests {
         assert_eq!(errors.matches("-32600").count(), 1, "{errors}");
     }
 
+    #[test]
+    fn raw_file_uris_are_escaped() {
+        assert_eq!(
+            escape_file_uri("file:///home/me/my project/é.rs").as_deref(),
+            Some("file:///home/me/my%20project/%C3%A9.rs")
+        );
+        assert_eq!(escape_file_uri("file:///home/me/my%20project"), None);
+        assert_eq!(escape_file_uri("untitled:Untitled 1"), None);
+        let mut params = serde_json::json!({
+            "rootUri": "file:///w/a b",
+            "workspaceFolders": [{"uri": "file:///w/a b", "name": "a b"}],
+            "textDocument": {"uri": "file:///w/ok.rs", "text": "file:///w/a b"}
+        });
+        assert!(escape_uris(&mut params));
+        assert_eq!(params["rootUri"], "file:///w/a%20b");
+        assert_eq!(params["workspaceFolders"][0]["uri"], "file:///w/a%20b");
+        assert_eq!(params["workspaceFolders"][0]["name"], "a b");
+        assert_eq!(params["textDocument"]["text"], "file:///w/a b");
+        assert!(!escape_uris(&mut params));
+    }
+
     #[tokio::test]
     async fn invalid_json_rpc_objects_are_answered_with_their_id() {
         let cases: &[(&str, &str)] = &[
@@ -450,6 +528,14 @@ mod tests {
             (r#"{"jsonrpc":"1.0","id":"x","method":"a"}"#, "\"x\""),
             (r#"{"jsonrpc":"2.0","id":5}"#, "5"),
             (r#"{"jsonrpc":"2.0","id":6,"method":"a","params":3}"#, "6"),
+            (
+                r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"a"}"#,
+                "9223372036854775808",
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":null}"#,
+                "18446744073709551615",
+            ),
         ];
         for (body, id) in cases {
             let mut input = frame(body.as_bytes());

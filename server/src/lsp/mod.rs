@@ -603,15 +603,20 @@ impl Backend {
         // Starting: a folder's index or the model is still loading, so
         // "lexical-only, 0 files" would be a false alarm.
         let loading_index = folders.iter().any(|f| f["ready"] != true);
+        let first_walk = folders.iter().any(|f| f["lastWalk"].is_null());
         let loading_model = engine.is_none() && !settings.lexical_only;
-        let (state, state_reason) = match (loading_index, loading_model) {
-            (true, true) => (
-                "starting",
-                Some("loading the index and the embedding model"),
-            ),
-            (true, false) => ("starting", Some("loading the index")),
-            (false, true) => ("starting", Some("loading the embedding model")),
-            (false, false) => ("ready", None),
+        let index = if loading_index {
+            Some("loading the index")
+        } else if first_walk {
+            Some("indexing the workspace")
+        } else {
+            None
+        };
+        let (state, state_reason) = match (index, loading_model) {
+            (Some(index), true) => ("starting", Some(format!("{index} and the embedding model"))),
+            (Some(index), false) => ("starting", Some(index.to_string())),
+            (None, true) => ("starting", Some("loading the embedding model".to_string())),
+            (None, false) => ("ready", None),
         };
         Ok(json!({
             "state": state,

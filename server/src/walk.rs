@@ -220,10 +220,154 @@ pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
     outcome
 }
 
+/// The walk's rules for one path at a time: what a save, a watcher event
+/// or an open buffer may bring into the index. The same as [`walk`]'s:
+/// no hidden component, nothing a `.gitignore`, `.ignore`,
+/// `.quarryignore` or `.git/info/exclude` on the way down from the root
+/// leaves out (an ignored folder hides everything under it, as the walk
+/// never enters it), nothing under the cache directory. Ignore files are
+/// read once per `Admission`.
+pub struct Admission {
+    root: PathBuf,
+    exclude: Option<PathBuf>,
+    matchers: rustc_hash::FxHashMap<PathBuf, Option<ignore::gitignore::Gitignore>>,
+}
+
+impl Admission {
+    /// Rules for paths under `root` (canonical); `exclude` as for [`walk`].
+    pub fn new(root: &Path, exclude: Option<&Path>) -> Admission {
+        Admission {
+            root: root.to_path_buf(),
+            exclude: exclude.map(Path::to_path_buf),
+            matchers: Default::default(),
+        }
+    }
+
+    /// The ignore files of `dir`, lowest precedence first.
+    fn matcher(&mut self, dir: &Path) -> Option<&ignore::gitignore::Gitignore> {
+        let root = &self.root;
+        self.matchers
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                let mut builder = ignore::gitignore::GitignoreBuilder::new(dir);
+                let mut any = false;
+                let mut files = vec![];
+                if dir == root {
+                    files.push(dir.join(".git/info/exclude"));
+                }
+                files.extend([".gitignore", ".ignore", ".quarryignore"].map(|f| dir.join(f)));
+                for file in files {
+                    if file.is_file() {
+                        // A line that does not parse is skipped, as the walk does.
+                        let _ = builder.add(&file);
+                        any = true;
+                    }
+                }
+                any.then(|| builder.build().ok()).flatten()
+            })
+            .as_ref()
+    }
+
+    /// Whether the walk would list `rel_path` (root-relative, `/`-separated)
+    /// as far as hidden and ignored paths go.
+    pub fn admits(&mut self, rel_path: &str) -> bool {
+        let parts: Vec<&str> = rel_path.split('/').filter(|p| !p.is_empty()).collect();
+        let mut dirs: Vec<PathBuf> = vec![self.root.clone()];
+        for (i, part) in parts.iter().enumerate() {
+            if part.starts_with('.') {
+                return false;
+            }
+            let path = dirs[i].join(part);
+            if self.exclude.as_deref() == Some(path.as_path()) {
+                return false;
+            }
+            let is_dir = i + 1 < parts.len();
+            // The nearest ignore file that says anything decides.
+            for dir in dirs.clone().iter().rev() {
+                let Some(matcher) = self.matcher(dir) else {
+                    continue;
+                };
+                match matcher.matched(&path, is_dir) {
+                    ignore::Match::Ignore(_) => return false,
+                    ignore::Match::Whitelist(_) => break,
+                    ignore::Match::None => {}
+                }
+            }
+            dirs.push(path);
+        }
+        !parts.is_empty()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn one_path_follows_the_walks_rules() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = fs::canonicalize(dir.path()).expect("canonical");
+        for folder in ["src/gen", "build", "node_modules/x", "docs", "cache"] {
+            fs::create_dir_all(root.join(folder)).expect("mkdir");
+        }
+        fs::write(
+            root.join(".gitignore"),
+            "build/\n*.log\nnode_modules\n!keep.log\n",
+        )
+        .expect("write");
+        fs::write(root.join("src/.ignore"), "gen/\n").expect("write");
+        fs::create_dir_all(root.join(".git/info")).expect("mkdir");
+        fs::write(root.join(".git/info/exclude"), "secret.rs\n").expect("write");
+        fs::write(root.join("docs/.quarryignore"), "draft.md\n").expect("write");
+        let mut rules = Admission::new(&root, Some(&root.join("cache")));
+        for (path, admitted) in [
+            ("src/a.rs", true),
+            ("src/gen/b.rs", false),
+            ("build/out.rs", false),
+            ("build/deep/out.rs", false),
+            ("node_modules/x/index.js", false),
+            ("app.log", false),
+            ("keep.log", true),
+            ("secret.rs", false),
+            ("docs/draft.md", false),
+            ("docs/guide.md", true),
+            (".npmrc", false),
+            ("src/.env", false),
+            (".github/workflows/ci.yml", false),
+            ("cache/seg.rs", false),
+            ("", false),
+        ] {
+            assert_eq!(rules.admits(path), admitted, "{path}");
+        }
+        // The walk agrees on the files it can see.
+        for file in [
+            "src/a.rs",
+            "src/gen/b.rs",
+            "build/out.rs",
+            "secret.rs",
+            "docs/guide.md",
+        ] {
+            fs::write(root.join(file), "fn x() {}").expect("write");
+        }
+        let listed = names(&walk(&root, Some(&root.join("cache"))))
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
+        for file in [
+            "src/a.rs",
+            "src/gen/b.rs",
+            "build/out.rs",
+            "secret.rs",
+            "docs/guide.md",
+        ] {
+            assert_eq!(
+                listed.contains(&file.to_string()),
+                rules.admits(file),
+                "{file}"
+            );
+        }
+    }
 
     fn names(outcome: &WalkOutcome) -> Vec<&str> {
         outcome.files.iter().map(|f| f.rel_path.as_str()).collect()

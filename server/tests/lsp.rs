@@ -430,3 +430,59 @@ fn search_keeps_the_engines_order_with_phrases_first() {
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
 }
+
+#[test]
+fn ignored_and_hidden_files_never_enter_through_watcher_saves_or_buffers() {
+    let ws = Workspace::fixture();
+    ws.write(".gitignore", "build/\n*_secret.rs\n");
+    let mut client = start(&ws);
+    client.wait_notification(|n| progress_kind(n) == Some("end"));
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    // Written while the server runs: an ignored folder, an ignored glob,
+    // a hidden file holding a token; and one file that may be indexed.
+    ws.write("build/gen.rs", "pub fn ignored_build_fn() {}\n");
+    ws.write("src/token_secret.rs", "pub fn ignored_glob_fn() {}\n");
+    ws.write(
+        ".npmrc",
+        "//registry.npmjs.org/:_authToken=npm_supersecrettoken123\n",
+    );
+    ws.write("src/visible_new.rs", "pub fn visible_new_fn() {}\n");
+    for file in ["build/gen.rs", "src/token_secret.rs", ".npmrc"] {
+        client.notify(
+            "textDocument/didSave",
+            json!({"textDocument": {"uri": uri(&root.join(file))}}),
+        );
+    }
+    // An unsaved buffer of an ignored file.
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri(&root.join("build/open.rs")), "languageId": "rust",
+               "version": 1, "text": "pub fn opened_ignored_fn() {}\n"}}),
+    );
+    // The watcher has caught up once the visible file is found.
+    client.poll("quarry/search", json!({"query": "visible_new_fn"}), |r| {
+        hit_symbols(r).first().map(String::as_str) == Some("visible_new_fn")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    for query in [
+        "ignored_build_fn",
+        "ignored_glob_fn",
+        "npm_supersecrettoken123",
+        "opened_ignored_fn",
+    ] {
+        let found = client.result("quarry/search", json!({"query": query}));
+        let leaked = found["hits"].as_array().unwrap().iter().any(|h| {
+            let uri = h["uri"].as_str().unwrap();
+            uri.contains("/build/") || uri.contains("_secret.rs") || uri.ends_with(".npmrc")
+        });
+        assert!(!leaked, "{query}: {found}");
+        let symbols = client.result("workspace/symbol", json!({"query": query}));
+        assert_eq!(
+            symbols.as_array().map_or(0, Vec::len),
+            0,
+            "{query}: {symbols}"
+        );
+    }
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+}

@@ -464,6 +464,16 @@ impl Index {
         Ok(stats)
     }
 
+    /// The walk's rules for single paths (`walk::Admission`), the cache
+    /// directory left out when it lives inside the root.
+    fn admission(&self) -> walk::Admission {
+        let exclude = self
+            .cache_dir
+            .starts_with(&self.root)
+            .then_some(self.cache_dir.as_path());
+        walk::Admission::new(&self.root, exclude)
+    }
+
     /// `path` (absolute or root-relative) as an absolute path and its
     /// root-relative form, or `None` outside the root.
     fn locate(&self, path: &Path) -> Option<(PathBuf, String)> {
@@ -487,11 +497,20 @@ impl Index {
         let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = Vec::new();
         let mut removed = Vec::new();
+        let mut admission = self.admission();
         for path in paths {
             let Some((abs_path, rel_path)) = self.locate(path) else {
                 continue;
             };
             stats.files_scanned += 1;
+            // The walk's rules: a file it would not list (hidden, ignored,
+            // in the cache) never enters through a save or the watcher.
+            if !admission.admits(&rel_path) {
+                if state.files.contains_key(&rel_path) {
+                    removed.push(rel_path);
+                }
+                continue;
+            }
             let language = crate::chunk::detect_language(Path::new(&rel_path));
             // The one confinement check: a symlink (or a symlinked folder)
             // leading out of the root, a FIFO or a device is never read.
@@ -550,10 +569,16 @@ impl Index {
         let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut changed = Vec::new();
         let mut texts = Buffers::default();
+        let mut admission = self.admission();
         for (path, text) in buffers {
             let Some((abs_path, rel_path)) = self.locate(path) else {
                 continue;
             };
+            // An open buffer of a file the walk leaves out (`.npmrc`, an
+            // ignored folder) is never indexed.
+            if !admission.admits(&rel_path) {
+                continue;
+            }
             // A buffer may be a new file, but never one that resolves
             // outside the root or to a special file.
             if let Err(refusal) = confine::check_new(&self.root, &abs_path) {

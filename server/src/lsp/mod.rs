@@ -796,6 +796,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
     };
     let (mut embedded, mut total) = (0u64, 0u64);
     let mut any = false;
+    let mut walked_any = false;
     let mut lists = Vec::new();
     for folder in state.folders() {
         let Some(index) = folder.index() else {
@@ -807,7 +808,17 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             response.state = "starting";
             continue;
         };
+        let walked = folder
+            .last_walk
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if !walked {
+            // Open but not walked yet: an empty answer says nothing.
+            response.state = "starting";
+        }
         any = true;
+        walked_any |= walked;
         let snapshot = index.snapshot();
         let mut text = LiveText {
             root: &folder.root,
@@ -905,7 +916,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
     }
     response.hits = merge_folders(lists, options.limit);
     crate::rank::make_falling(&mut response.hits, |hit| &mut hit.score);
-    if !any {
+    if !walked_any {
         response.no_match = false;
     }
     response.coverage = json!({"embedded": embedded, "total": total});

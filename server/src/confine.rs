@@ -6,13 +6,17 @@
 //! The rule: after resolving every symlink, the path is a regular file
 //! inside the canonical root. Anything else (a symlink or a symlinked
 //! directory leading out, `..`, a FIFO, socket or device, a directory) is
-//! refused with a `Refusal` that says why. A file is opened without
-//! following a final symlink and without blocking, and the open file is
-//! checked again (`fstat`), so a file swapped for a FIFO or a symlink
-//! between the check and the open is refused too.
+//! refused with a `Refusal` that says why. The open is confined too: the
+//! checked real path is resolved beneath a descriptor of the root in one
+//! step (`openat2` + `RESOLVE_BENEATH`, or `O_NOFOLLOW` per component), so
+//! a directory swapped for a symlink out of the root between the check and
+//! the open (a race) is refused, never followed. The open file is checked
+//! again (`fstat`), so a file swapped for a FIFO is refused too, and `read`
+//! never reads more than its byte limit.
 //!
-//! Never: open a path before it passed the check; block on a special file;
-//! panic on any path.
+//! Never: open a path by a name that the kernel resolves outside the root;
+//! block on a special file; read a file whole past the limit; panic on any
+//! path.
 
 use std::fs::File;
 use std::io::Read;
@@ -29,6 +33,8 @@ pub enum Refusal {
     Missing,
     #[error("it cannot be read: {0}")]
     Unreadable(String),
+    #[error("it holds {size} bytes, over the {limit}-byte limit")]
+    TooLarge { size: u64, limit: u64 },
 }
 
 /// A short name for a file type.
@@ -108,22 +114,19 @@ pub fn check_new(root: &Path, path: &Path) -> Result<(), Refusal> {
     }
 }
 
-/// Opens `path` for reading if `check` allows it: the real path, without
-/// following a last-moment symlink and without blocking, then checked again
-/// on the open file.
+/// Opens `path` for reading if `check` allows it. The open itself is
+/// confined: the real path, relative to the root, is resolved beneath a
+/// descriptor of the root in one step (Linux `openat2` with
+/// `RESOLVE_BENEATH`; elsewhere, or where the kernel lacks it, one
+/// `O_NOFOLLOW` `openat` per component). A directory swapped for a symlink
+/// leading out between the check and the open is refused, never followed.
+/// No blocking on special files; the open file is checked again (`fstat`).
 pub fn open(root: &Path, path: &Path) -> Result<File, Refusal> {
     let real = check(root, path)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    }
-    let file = options.open(&real).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Refusal::Missing,
-        _ => Refusal::Unreadable(e.to_string()),
-    })?;
+    let rel = real
+        .strip_prefix(root)
+        .map_err(|_| Refusal::Outside(real.clone()))?;
+    let file = open_beneath(root, rel)?;
     let meta = file
         .metadata()
         .map_err(|e| Refusal::Unreadable(e.to_string()))?;
@@ -133,18 +136,158 @@ pub fn open(root: &Path, path: &Path) -> Result<File, Refusal> {
     Ok(file)
 }
 
-/// The bytes of `path` if `check` allows it (see `open`).
-pub fn read(root: &Path, path: &Path) -> Result<Vec<u8>, Refusal> {
-    let mut file = open(root, path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)
+/// Maps an open error to a refusal: a link out of the root (`EXDEV` from
+/// `openat2`, `ELOOP` from `O_NOFOLLOW`) is `Outside`.
+#[cfg(unix)]
+fn refusal(e: std::io::Error, root: &Path, rel: &Path) -> Refusal {
+    match e.raw_os_error() {
+        Some(libc::EXDEV) | Some(libc::ELOOP) => Refusal::Outside(root.join(rel)),
+        Some(libc::ENOENT) | Some(libc::ENOTDIR) => Refusal::Missing,
+        _ => Refusal::Unreadable(e.to_string()),
+    }
+}
+
+#[cfg(unix)]
+fn open_beneath(root: &Path, rel: &Path) -> Result<File, Refusal> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| Refusal::Unreadable("a NUL byte in the path".into()))
+    };
+    let root_c = c_path(root)?;
+    // SAFETY: a valid NUL-terminated path; the result is checked.
+    let dir = unsafe {
+        libc::open(
+            root_c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if dir < 0 {
+        return Err(Refusal::Unreadable(format!(
+            "the workspace root: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: `dir` was just opened and is owned here.
+    let dir = unsafe { OwnedFd::from_raw_fd(dir) };
+    #[cfg(target_os = "linux")]
+    if let Some(opened) = openat2_beneath(&dir, &c_path(rel)?) {
+        return opened.map_err(|e| refusal(e, root, rel));
+    }
+    open_by_components(dir, rel).map_err(|e| refusal(e, root, rel))
+}
+
+/// `openat2(dir, rel, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`; `None`
+/// where the kernel (or a seccomp filter) does not offer it.
+#[cfg(target_os = "linux")]
+fn openat2_beneath(
+    dir: &std::os::fd::OwnedFd,
+    rel: &std::ffi::CStr,
+) -> Option<std::io::Result<File>> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: `open_how` is plain data; zeroed is its documented default.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: valid descriptor, NUL-terminated path, and `how` with its size.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            rel.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOSYS) | Some(libc::EPERM) | Some(libc::E2BIG) => None,
+            Some(libc::EAGAIN) => None, // a racing rename: resolve again below
+            _ => Some(Err(e)),
+        };
+    }
+    // SAFETY: a descriptor just returned by the kernel, owned here.
+    Some(Ok(unsafe { File::from_raw_fd(fd as i32) }))
+}
+
+/// Resolves `rel` (a real path: no `..`, no symlinks when it was checked)
+/// one component at a time beneath `dir`, never following a symlink: a
+/// component that became one since the check ends the open (`ELOOP` or
+/// `ENOTDIR`).
+#[cfg(unix)]
+fn open_by_components(dir: std::os::fd::OwnedFd, rel: &Path) -> std::io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+    let parts: Vec<_> = rel.components().collect();
+    let mut dir = dir;
+    for (i, part) in parts.iter().enumerate() {
+        let std::path::Component::Normal(name) = part else {
+            return Err(std::io::Error::from_raw_os_error(libc::EXDEV));
+        };
+        let name = std::ffi::CString::new(name.as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let last = i + 1 == parts.len();
+        let flags = libc::O_NOFOLLOW
+            | libc::O_CLOEXEC
+            | if last {
+                libc::O_RDONLY | libc::O_NONBLOCK
+            } else {
+                libc::O_RDONLY | libc::O_DIRECTORY
+            };
+        // SAFETY: valid descriptor and NUL-terminated name; checked below.
+        let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if last {
+            // SAFETY: a descriptor just returned by the kernel, owned here.
+            return Ok(unsafe { File::from_raw_fd(fd) });
+        }
+        // SAFETY: as above.
+        dir = unsafe { OwnedFd::from_raw_fd(fd) };
+    }
+    Err(std::io::Error::from_raw_os_error(libc::EISDIR))
+}
+
+#[cfg(not(unix))]
+fn open_beneath(root: &Path, rel: &Path) -> Result<File, Refusal> {
+    File::open(root.join(rel)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Refusal::Missing,
+        _ => Refusal::Unreadable(e.to_string()),
+    })
+}
+
+/// The bytes of `path` if `check` allows it (see `open`) and it holds at
+/// most `limit` bytes: a larger file (or one that grew past it since it
+/// was indexed) is refused as `TooLarge`, never read whole.
+pub fn read(root: &Path, path: &Path, limit: u64) -> Result<Vec<u8>, Refusal> {
+    let file = open(root, path)?;
+    let size = file
+        .metadata()
+        .map_err(|e| Refusal::Unreadable(e.to_string()))?
+        .len();
+    if size > limit {
+        return Err(Refusal::TooLarge { size, limit });
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    // One byte past the limit tells a file that grows while it is read.
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(|e| Refusal::Unreadable(e.to_string()))?;
+    if bytes.len() as u64 > limit {
+        return Err(Refusal::TooLarge {
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
     Ok(bytes)
 }
 
-/// The text of `path` (invalid UTF-8 replaced) if `check` allows it.
-pub fn read_text(root: &Path, path: &Path) -> Result<String, Refusal> {
-    read(root, path).map(|bytes| match String::from_utf8(bytes) {
+/// The text of `path` (invalid UTF-8 replaced) if `read` allows it.
+pub fn read_text(root: &Path, path: &Path, limit: u64) -> Result<String, Refusal> {
+    read(root, path, limit).map(|bytes| match String::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
@@ -210,8 +353,11 @@ mod tests {
             Err(Refusal::NotRegular("a directory"))
         );
         assert_eq!(check(root, Path::new("gone.rs")), Err(Refusal::Missing));
-        assert_eq!(read_text(root, Path::new("src/a.rs")).unwrap(), "fn a() {}");
-        assert!(read(root, Path::new("link.rs")).is_err());
+        assert_eq!(
+            read_text(root, Path::new("src/a.rs"), 1 << 20).unwrap(),
+            "fn a() {}"
+        );
+        assert!(read(root, Path::new("link.rs"), 1 << 20).is_err());
     }
 
     #[test]
@@ -227,7 +373,7 @@ mod tests {
             check(&t.root, Path::new("pipe.rs")),
             Err(Refusal::NotRegular("a FIFO"))
         );
-        assert!(read(&t.root, Path::new("pipe.rs")).is_err());
+        assert!(read(&t.root, Path::new("pipe.rs"), 1 << 20).is_err());
     }
 
     /// What one node of a random tree is.
@@ -316,7 +462,7 @@ mod tests {
                     let meta = std::fs::symlink_metadata(&real).expect("meta");
                     proptest::prop_assert!(meta.file_type().is_file());
                     proptest::prop_assert_eq!(truth.as_ref().ok(), Some(&real));
-                    let bytes = read(&root, &path).expect("read");
+                    let bytes = read(&root, &path, 1 << 20).expect("read");
                     proptest::prop_assert_eq!(bytes, std::fs::read(&real).expect("read"));
                 }
                 Err(_) => {
@@ -327,7 +473,7 @@ mod tests {
                             && std::fs::symlink_metadata(real).is_ok_and(|m| m.file_type().is_file())
                     });
                     proptest::prop_assert!(!allowed, "refused {path:?} -> {truth:?}");
-                    proptest::prop_assert!(read(&root, &path).is_err());
+                    proptest::prop_assert!(read(&root, &path, 1 << 20).is_err());
                 }
             }
         }

@@ -5,12 +5,14 @@
 //! text. See ARCHITECTURE.md for the map.
 
 pub mod bench;
+pub mod cachefile;
 pub mod chunk;
 pub mod codec;
 pub mod confine;
 pub mod dense;
 pub mod filter;
 pub mod index;
+pub mod jsonrpc;
 pub mod layout;
 pub mod lexical;
 pub mod lsp;

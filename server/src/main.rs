@@ -381,8 +381,9 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
 
 /// `quarry mcp`: the MCP server on stdin/stdout over this root's index.
 fn run_mcp(root: PathBuf, common: &CommonArgs) -> Result<()> {
+    // No refresh here: the server brings the index up to date in the
+    // background, so `initialize` never waits on a walk.
     let index = open(root, common)?;
-    refresh(&index, false)?;
     let engine = dense_engine(common, false);
     index
         .attach_dense(&engine)
@@ -439,6 +440,16 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
         bar.finish_and_clear();
     }
     Ok(stats)
+}
+
+/// `refresh` for a query: an update that cannot be written (a full disk, a
+/// read-only cache) is said on stderr and the query is answered from the
+/// last committed index, which nothing touched.
+fn refresh_or_warn(index: &Index) -> UpdateStats {
+    refresh(index, true).unwrap_or_else(|e| {
+        eprintln!("quarry: {e:#}; answering from the last committed index");
+        UpdateStats::default()
+    })
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -549,7 +560,7 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             let index = open(root, &common)?;
-            let stats = refresh(&index, true)?;
+            let stats = refresh_or_warn(&index);
             if stats.files_behind > 0 && !json {
                 eprintln!(
                     "quarry: another quarry process owns this index and has not indexed {} changed \
@@ -564,9 +575,11 @@ fn run(cli: Cli) -> Result<()> {
             let (embedded, total) = index.snapshot().coverage();
             if engine.unavailable_reason().is_none() && total - embedded <= INLINE_EMBED_LIMIT {
                 // A few fresh chunks (an edit): embed them now.
-                index
-                    .embed_pending(&engine, &[], Some(INLINE_EMBED_LIMIT as usize), &|_| {})
-                    .context("embedding changed chunks")?;
+                if let Err(e) =
+                    index.embed_pending(&engine, &[], Some(INLINE_EMBED_LIMIT as usize), &|_| {})
+                {
+                    eprintln!("quarry: could not embed the changed chunks ({e}); searching without their vectors");
+                }
             }
             let fill = if options.fuse.fill_discount.is_finite() {
                 stand_in(&index, &engine)?
@@ -586,13 +599,13 @@ fn run(cli: Cli) -> Result<()> {
             };
             if let Some(batch) = batch {
                 for query in &batch {
-                    let mut text = DiskText::new(index.root());
+                    let mut text = index.disk_text();
                     let results = search(query, &mut text);
                     writeln!(out, "{}", serde_json::to_string(&results)?)?;
                 }
                 return Ok(());
             }
-            let mut text = DiskText::new(index.root());
+            let mut text = index.disk_text();
             let results = search(&query, &mut text);
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
@@ -650,7 +663,7 @@ fn run(cli: Cli) -> Result<()> {
                 None => None,
             };
             let index = open(root, &common)?;
-            refresh(&index, true)?;
+            refresh_or_warn(&index);
             let hits = search::find_symbols(&index.snapshot(), &query, kind, limit);
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;

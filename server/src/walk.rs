@@ -10,6 +10,7 @@
 
 use crate::chunk::{detect_language, Language};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::UNIX_EPOCH;
 
 /// One file the index should consider.
@@ -180,7 +181,8 @@ fn visit(root: &Path, result: Result<ignore::DirEntry, ignore::Error>) -> Visit 
 
 /// Lists the files under `root` (canonical) that the index should look at.
 /// `exclude` (the cache directory, when it lives inside the root) is skipped.
-pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
+/// Setting `stop` ends the walk early (what it found so far is returned).
+pub fn walk(root: &Path, exclude: Option<&Path>, stop: &AtomicBool) -> WalkOutcome {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(true)
@@ -201,6 +203,9 @@ pub fn walk(root: &Path, exclude: Option<&Path>) -> WalkOutcome {
     builder.build_parallel().run(|| {
         let shared = &shared;
         Box::new(move |result| {
+            if stop.load(Ordering::Relaxed) {
+                return ignore::WalkState::Quit;
+            }
             let visited = visit(root, result);
             let mut outcome = shared.lock().unwrap_or_else(|e| e.into_inner());
             match visited {
@@ -350,10 +355,14 @@ mod tests {
         ] {
             fs::write(root.join(file), "fn x() {}").expect("write");
         }
-        let listed = names(&walk(&root, Some(&root.join("cache"))))
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>();
+        let listed = names(&walk(
+            &root,
+            Some(&root.join("cache")),
+            &AtomicBool::new(false),
+        ))
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
         for file in [
             "src/a.rs",
             "src/gen/b.rs",
@@ -386,7 +395,7 @@ mod tests {
         fs::write(root.join("image.png"), [0u8, 1, 2]).expect("write");
         fs::write(root.join(".gitignore"), "build/\n").expect("write");
         fs::write(root.join(".quarryignore"), "src/gen.rs\n").expect("write");
-        let outcome = walk(&root, None);
+        let outcome = walk(&root, None, &AtomicBool::new(false));
         assert_eq!(names(&outcome), vec!["src/a.rs"]);
         assert_eq!(outcome.n_unsupported, 1);
     }
@@ -403,7 +412,7 @@ mod tests {
             .expect("symlink");
         std::os::unix::fs::symlink(&root, root.join("loop")).expect("symlink");
         std::os::unix::fs::symlink(root.join("real.rs"), root.join("alias.rs")).expect("symlink");
-        let outcome = walk(&root, None);
+        let outcome = walk(&root, None, &AtomicBool::new(false));
         assert_eq!(names(&outcome), vec!["alias.rs", "real.rs"]);
         assert_eq!(outcome.n_symlinks_skipped, 2);
     }

@@ -225,3 +225,53 @@ fn a_root_uri_sent_unescaped_is_accepted() {
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
 }
+
+/// Issue 43, item 16: a lone-surrogate escape (valid JSON) and an id of
+/// `-0` (an integer to JSON) were answered with an error and id null.
+/// Both are served now, with their own id.
+#[test]
+fn a_lone_surrogate_and_a_minus_zero_id_are_served() {
+    let ws = Workspace::fixture();
+    let mut client = start_with(&ws, None);
+    still_serving(&mut client, "start");
+    let body = r#"{"jsonrpc":"2.0","id":950,"method":"quarry/search","params":{"query":"EventBus \ud800"}}"#;
+    client.send_bytes(&frame(body));
+    let response = answer(&mut client, &json!(950));
+    assert!(response["result"]["hits"].is_array(), "{response}");
+    client.send_bytes(&frame(
+        r#"{"jsonrpc":"2.0","id":-0,"method":"quarry/status"}"#,
+    ));
+    let response = answer(&mut client, &json!(0));
+    assert!(response["result"]["folders"].is_array(), "{response}");
+    still_serving(&mut client, "repairs");
+}
+
+/// Issue 43, item 7: a server rooted at `/` did not answer `shutdown`
+/// within 30 s while its first walk ran. The walk now stops at shutdown.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_rooted_at_the_filesystem_root_shuts_down_at_once() {
+    let ws = Workspace::empty();
+    let mut client = Client::start(
+        Path::new(env!("CARGO_BIN_EXE_quarry")),
+        &ws.dir.path().join("xdg-cache"),
+        None,
+    );
+    let init = client.result(
+        "initialize",
+        json!({"processId": null, "rootUri": "file:///", "capabilities": {}}),
+    );
+    assert_eq!(init["serverInfo"]["name"], "quarry");
+    client.notify("initialized", json!({}));
+    // The first walk is under way (or queued) now.
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    client.result("shutdown", json!(null));
+    client.notify("exit", json!(null));
+    assert_eq!(wait_exit(&mut client).code(), Some(0));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
+}

@@ -6,7 +6,7 @@ mod common;
 
 use common::mcp::Mcp;
 use common::Workspace;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn serves_the_four_tools_over_stdio() {
@@ -202,4 +202,95 @@ fn search_code_ranks_by_score_alone_when_asked_not_to_spread_files() {
         from_limiter(&by_score) > from_limiter(&spread),
         "{spread_text}\n---\n{text}"
     );
+}
+
+/// Issue 43, item 16: a line that is not JSON was dropped without the
+/// -32700 JSON-RPC asks for, array params were answered without the id,
+/// bad `arguments` as an unknown method. Each is answered with its code
+/// and id now, and the session goes on.
+#[test]
+fn every_unusable_line_gets_its_json_rpc_error() {
+    let ws = Workspace::fixture();
+    let mut mcp = Mcp::start(&ws);
+    let cases: &[(&str, Value, i64)] = &[
+        ("this is not json", Value::Null, -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/li"#,
+            Value::Null,
+            -32700,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/list","params":[1,2]}"#,
+            json!(6),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search_code","arguments":"EventBus"}}"#,
+            json!(7),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}"#,
+            json!(9223372036854775808u64),
+            -32600,
+        ),
+    ];
+    for (line, id, code) in cases {
+        let answer = mcp.raw(line);
+        assert_eq!(answer["id"], *id, "{line}: {answer}");
+        assert_eq!(answer["error"]["code"], *code, "{line}: {answer}");
+        let (error, text, _) = mcp.call("find_symbol", json!({"name": "EventBus"}));
+        assert!(!error && text.contains("EventBus"), "after {line}: {text}");
+    }
+    // A lone surrogate escape is valid JSON: served, not refused.
+    let answer = mcp.raw(
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"search_code","arguments":{"query":"EventBus \ud800"}}}"#,
+    );
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    let _ = mcp.child.kill();
+}
+
+/// Issue 43, item 7: `quarry mcp --root /` did not answer `initialize`
+/// within 30 s (it walked the whole file system first). The walk now runs
+/// behind the session.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_mcp_server_rooted_at_the_filesystem_root_initializes_at_once() {
+    use std::io::{BufRead, BufReader, Write};
+    let ws = Workspace::empty();
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["mcp", "--lexical", "--root", "/", "--cache-dir"])
+        .arg(ws.cache())
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                          "clientInfo": {"name": "t", "version": "1"}}})
+    )
+    .expect("write");
+    stdin.flush().expect("flush");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(std::time::Duration::from_secs(10));
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = line.expect("no answer to initialize within 10 s");
+    let answer: Value = serde_json::from_str(&line).expect("json");
+    assert_eq!(answer["result"]["serverInfo"]["name"], "quarry", "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }

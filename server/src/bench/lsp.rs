@@ -296,7 +296,7 @@ fn checkout(client: &mut Client, root: &Path, hybrid: bool) -> io::Result<Checko
         )
     };
     let before = counts(&client.result("quarry/status", json!(null)));
-    let mut files: Vec<PathBuf> = crate::walk::walk(root, None)
+    let mut files: Vec<PathBuf> = crate::walk::walk(root, None, &Default::default())
         .files
         .into_iter()
         .filter(|f| matches!(f.abs_path.extension().and_then(|e| e.to_str()), Some("rs")))
@@ -482,7 +482,7 @@ fn render(template: &str, name: &str) -> String {
 /// `.py`, `.ts` or `.js` file of median size under `root`, with its size.
 fn save_target(root: &Path) -> Option<(PathBuf, &'static str, u64)> {
     let mut files: Vec<(u64, PathBuf, &'static str)> = Vec::new();
-    for entry in crate::walk::walk(root, None).files {
+    for entry in crate::walk::walk(root, None, &Default::default()).files {
         let template = match entry.abs_path.extension().and_then(|e| e.to_str()) {
             Some("rs") => "\npub fn {name}() -> u32 {{ 1 }}\n",
             Some("py") => "\ndef {name}():\n    return 1\n",

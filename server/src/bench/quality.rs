@@ -21,7 +21,7 @@ use crate::dense::{DenseConfig, DenseEngine, DenseTier};
 use crate::index::{Index, IndexConfig};
 use crate::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
 use crate::rank::FuseConfig;
-use crate::search::{search_with, Branches, DiskText, SearchOptions};
+use crate::search::{search_with, Branches, SearchOptions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -158,15 +158,16 @@ impl Def {
 
 /// Every file of the corpus in a benchmark language, with its text.
 fn corpus_files(corpus: &Path) -> Vec<(String, Language, String)> {
-    let mut files: Vec<(String, Language, String)> = crate::walk::walk(corpus, None)
-        .files
-        .into_iter()
-        .filter(|f| bench_language(f.language).is_some())
-        .filter_map(|f| {
-            let text = std::fs::read_to_string(&f.abs_path).ok()?;
-            Some((f.rel_path, f.language, text))
-        })
-        .collect();
+    let mut files: Vec<(String, Language, String)> =
+        crate::walk::walk(corpus, None, &Default::default())
+            .files
+            .into_iter()
+            .filter(|f| bench_language(f.language).is_some())
+            .filter_map(|f| {
+                let text = std::fs::read_to_string(&f.abs_path).ok()?;
+                Some((f.rel_path, f.language, text))
+            })
+            .collect();
     files.sort_by(|a, b| a.0.cmp(&b.0));
     files
 }
@@ -836,7 +837,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
 
     let mut reports = Vec::new();
     let mut misses = Vec::new();
-    let mut text = DiskText::new(index.root());
+    let mut text = index.disk_text();
     let configs = configs();
     let last = configs.len() - 1;
     for (n, mut config) in configs.into_iter().enumerate() {

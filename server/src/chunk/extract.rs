@@ -39,6 +39,14 @@ const MAX_DOC_CHARS: usize = 2_000;
 const MAX_MACRO_DEPTH: u32 = 4;
 /// Most comment and attribute nodes attached above one definition.
 const MAX_LEADING_EXTRAS: usize = 512;
+/// Deepest nesting of definitions that each become a chunk: a definition
+/// inside this many containers stays part of its ancestor's text. Each
+/// byte of a file is then in at most `MAX_NESTING + 1` chunks and a
+/// qualified name has at most that many parts, so a file of 20,000 nested
+/// classes (a hostile or generated file) costs linear time and memory
+/// instead of quadratic (every chunk repeating its inner text and its
+/// containers' names). Real code nests far less deep.
+pub(crate) const MAX_NESTING: usize = 16;
 
 thread_local! {
     static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
@@ -749,6 +757,9 @@ impl Extractor<'_> {
                     break;
                 }
                 stack.pop();
+            }
+            if stack.len() >= MAX_NESTING {
+                continue;
             }
             let parent = stack
                 .last()

@@ -1195,3 +1195,51 @@ fn names_are_located_where_they_are_written() {
     let js = "const é = 1; function run() {}\n";
     assert_eq!(at(Language::JavaScript, js, "run").2, 22);
 }
+
+/// Issue 43, items 4 and 9: thousands of nested definitions (a hostile or
+/// generated file under the size limit) chunk in linear time and memory:
+/// definitions deeper than `MAX_NESTING` stay in their ancestor's text,
+/// so no byte is in more than `MAX_NESTING + 1` chunks and no qualified
+/// name grows with the depth. Before, 20,000 nested classes gave 40,001
+/// chunks whose texts and names summed to gigabytes.
+#[test]
+fn deeply_nested_definitions_cost_linear_chunk_bytes() {
+    let depth = 5_000;
+    let cases = [
+        (
+            Language::JavaScript,
+            "class C { m() {\n".repeat(depth) + &"}}\n".repeat(depth),
+        ),
+        (
+            Language::Rust,
+            "mod m {\n".repeat(depth) + "fn f() {}\n" + &"}\n".repeat(depth),
+        ),
+        (
+            Language::Python,
+            (0..200)
+                .map(|i| format!("{}def f{i}():\n", "    ".repeat(i)))
+                .collect::<String>()
+                + &"    ".repeat(200)
+                + "pass\n",
+        ),
+    ];
+    for (language, text) in cases {
+        let chunks = chunk_file("deep.src", &text, language);
+        assert_invariants(&text, &chunks);
+        let bytes: usize = chunks
+            .iter()
+            .map(|c| (c.byte_end - c.byte_start) as usize)
+            .sum();
+        assert!(
+            // Each byte in at most MAX_NESTING + 1 definitions, plus the
+            // passage and line windows (which overlap a little).
+            bytes <= (extract::MAX_NESTING + 4) * text.len(),
+            "{language:?}: {} chunks, {bytes} bytes for a {}-byte file",
+            chunks.len(),
+            text.len()
+        );
+        let longest = chunks.iter().map(|c| c.qualified_name.len()).max();
+        assert!(longest.unwrap_or(0) < 200, "{language:?}: {longest:?}");
+        assert!(!chunks.is_empty(), "{language:?}");
+    }
+}

@@ -13,7 +13,7 @@
 
 use half::f16;
 use rustc_hash::FxHashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -106,16 +106,25 @@ impl VectorCache {
         &self.path
     }
 
-    /// Reads every valid record of the file.
+    /// Reads every valid record of the file. A record that fails its
+    /// check (a flipped bit) is skipped, never served, and the records
+    /// after it are kept: records have one fixed length, so one bad record
+    /// cannot hide the rest.
     fn reload(&mut self) -> io::Result<()> {
-        let mut bytes = Vec::new();
-        match File::open(&self.path) {
-            Ok(mut file) => {
-                file.read_to_end(&mut bytes)?;
+        let bytes = match crate::cachefile::read(&self.path) {
+            Ok(bytes) => bytes,
+            // None yet, or not a file this cache wrote (the next append
+            // replaces it).
+            Err(err)
+                if matches!(
+                    err.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::InvalidData
+                ) =>
+            {
+                Vec::new()
             }
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
             Err(err) => return Err(err),
-        }
+        };
         self.data.clear();
         self.offsets.clear();
         self.valid_len = HEADER_LEN as u64;
@@ -123,30 +132,27 @@ impl VectorCache {
             return Ok(());
         }
         let record_len = Self::record_len(self.dim);
-        let mut pos = HEADER_LEN;
-        while pos + record_len <= bytes.len() {
-            let record = &bytes[pos..pos + record_len];
-            let (body, check) = record.split_at(record_len - CHECK_LEN);
-            if check_of(body) != check {
-                break;
-            }
-            pos += record_len;
-        }
-        self.valid_len = pos as u64;
-        bytes.truncate(pos);
+        let whole = HEADER_LEN + (bytes.len() - HEADER_LEN) / record_len * record_len;
+        self.valid_len = whole as u64;
         self.data = bytes;
+        self.data.truncate(whole);
         self.index_records(HEADER_LEN);
         Ok(())
     }
 
-    /// Adds the keys of the whole records in `data` from `from` on.
+    /// Adds the keys of the whole records in `data` from `from` on that
+    /// pass their check.
     fn index_records(&mut self, from: usize) {
         let record_len = Self::record_len(self.dim);
         let mut at = from;
         while at + record_len <= self.data.len() {
-            let mut key = [0u8; KEY_LEN];
-            key.copy_from_slice(&self.data[at..at + KEY_LEN]);
-            self.offsets.insert(key, at + KEY_LEN);
+            let record = &self.data[at..at + record_len];
+            let (body, check) = record.split_at(record_len - CHECK_LEN);
+            if check_of(body) == check {
+                let mut key = [0u8; KEY_LEN];
+                key.copy_from_slice(&record[..KEY_LEN]);
+                self.offsets.insert(key, at + KEY_LEN);
+            }
             at += record_len;
         }
     }
@@ -175,12 +181,7 @@ impl VectorCache {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&self.path)?;
+        let mut file = crate::cachefile::open_rw(&self.path)?;
         file.lock()?;
         let result = self.append_locked(&mut file, entries);
         let _ = file.unlock();
@@ -282,13 +283,23 @@ mod tests {
             .expect("append after tear");
         let again = VectorCache::open(dir.path(), "m", 8).expect("open");
         assert_eq!(again.len(), 2);
-        // A flipped bit stops reading at that record.
+        // A flipped bit loses that record only: the ones after it are
+        // still served, and appending does not copy them again.
         let mut bytes = std::fs::read(&path).expect("read");
         bytes[HEADER_LEN + 3] ^= 1;
-        std::fs::write(&path, bytes).expect("corrupt");
-        assert!(VectorCache::open(dir.path(), "m", 8)
-            .expect("open")
-            .is_empty());
+        std::fs::write(&path, &bytes).expect("corrupt");
+        let mut damaged = VectorCache::open(dir.path(), "m", 8).expect("open");
+        assert_eq!(damaged.len(), 1);
+        assert!(damaged.get(&k1).is_none() && damaged.get(&k2).is_some());
+        damaged.append(&[(k1, &vector(1.0))]).expect("append");
+        assert_eq!(
+            std::fs::metadata(&path).expect("meta").len(),
+            (bytes.len() + VectorCache::record_len(8)) as u64
+        );
+        assert_eq!(
+            VectorCache::open(dir.path(), "m", 8).expect("open").len(),
+            2
+        );
         // Another dimension or version starts afresh.
         std::fs::write(&path, b"garbage").expect("garbage");
         let mut fresh = VectorCache::open(dir.path(), "m", 8).expect("open");

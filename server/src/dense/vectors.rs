@@ -7,8 +7,9 @@
 //! vector file can cost recall but never serve a dead chunk. Updates are
 //! remove-then-add. The file is written to a temp path and renamed, and its
 //! model id lives in a checksummed sidecar: a file from another model, a
-//! torn or unreadable file means starting empty (the shared vector cache
-//! makes refilling cheap).
+//! torn, corrupted (its length and blake3 hash are in the sidecar and are
+//! checked before usearch parses it) or unreadable file means starting
+//! empty (the shared vector cache makes refilling cheap).
 //! Never: embed text, decide which chunks are live.
 
 use crate::codec::{frame, unframe, Reader, Writer};
@@ -45,12 +46,17 @@ pub fn file_names(model_id: &str) -> (&'static str, &'static str) {
     }
 }
 const META_MAGIC: &[u8; 4] = b"QVMT";
-const META_VERSION: u32 = 2;
+/// 3: the sidecar records the vector file's length and blake3 hash.
+const META_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum VectorError {
     #[error("vector index: {0}")]
     Usearch(String),
+    /// The saved file failed its checks (length, hash, usearch's own
+    /// parse) or is not a regular file: start empty and refill.
+    #[error("saved vector index is corrupt ({0})")]
+    Corrupt(String),
     #[error("vector index {path}: {source}")]
     Io {
         path: PathBuf,
@@ -316,33 +322,40 @@ impl VectorIndex {
     /// Writes the index and its sidecar atomically into `dir`. `id_bound`
     /// is above every chunk id the index holds (the manifest's next chunk
     /// id): `open` refuses the file for a manifest that has not reached it,
-    /// whose ids name other chunks (a rebuilt or rolled-back cache).
+    /// whose ids name other chunks (a rebuilt or rolled-back cache). The
+    /// sidecar holds the file's length and blake3 hash: `open` hands
+    /// usearch only bytes that match them.
     pub fn save(&self, dir: &Path, id_bound: u32) -> Result<(), VectorError> {
         let (file, meta_file) = file_names(&self.model_id);
-        let tmp = dir.join(format!("{file}.tmp-{}", std::process::id()));
-        let tmp_str = tmp.to_string_lossy().into_owned();
-        self.read().save(&tmp_str).map_err(usearch_err)?;
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| VectorError::Io { path, source }
+        let bytes = {
+            let index = self.read();
+            let mut bytes = vec![0u8; index.serialized_length()];
+            index.save_to_buffer(&mut bytes).map_err(usearch_err)?;
+            bytes
         };
-        std::fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(io(&tmp))?;
-        std::fs::rename(&tmp, dir.join(file)).map_err(io(&tmp))?;
+        let io = |path: PathBuf| move |source| VectorError::Io { path, source };
+        crate::index::store::write_atomic(dir, file, &bytes).map_err(io(dir.join(file)))?;
         let mut w = Writer::new();
         w.str(&self.model_id);
         w.u32(self.dim as u32);
         w.u64(self.len() as u64);
         w.u32(id_bound);
+        w.u64(bytes.len() as u64);
+        w.bytes(blake3::hash(&bytes).as_bytes());
         crate::index::store::write_atomic(dir, meta_file, &frame(META_MAGIC, META_VERSION, &w.buf))
-            .map_err(io(&dir.join(meta_file)))
+            .map_err(io(dir.join(meta_file)))
     }
 
     /// Opens the saved index in `dir` if it was built by `model_id` with
     /// `dim` dimensions for chunk ids below `id_bound` (the manifest's next
-    /// chunk id); `Ok(None)` when there is none or it does not match.
-    /// `writable` copies it into memory; otherwise it is memory-mapped.
+    /// chunk id); `Ok(None)` when there is none or it does not match,
+    /// `Err(Corrupt)` when it is damaged. The
+    /// file is read whole (`cachefile`: a regular file, never mapped) and
+    /// must have the length and hash its sidecar recorded before usearch
+    /// parses a byte of it: a corrupted graph would crash usearch, so it is
+    /// refilled from the shared vector cache instead. `writable` (the
+    /// writer) also clears anything that is not a regular file in its
+    /// place.
     pub fn open(
         dir: &Path,
         model_id: &str,
@@ -351,43 +364,60 @@ impl VectorIndex {
         id_bound: u32,
     ) -> Result<Option<VectorIndex>, VectorError> {
         let (file, meta_file) = file_names(model_id);
-        let Ok(meta) = std::fs::read(dir.join(meta_file)) else {
+        let read = |name: &str| match crate::cachefile::read(&dir.join(name)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(err) => {
+                if writable && err.kind() == std::io::ErrorKind::InvalidData {
+                    crate::cachefile::remove_irregular(&dir.join(name));
+                }
+                Err(VectorError::Corrupt(err.to_string()))
+            }
+        };
+        let Some(meta) = read(meta_file)? else {
             return Ok(None);
         };
         let Ok(payload) = unframe(&meta, META_MAGIC, "vector sidecar", META_VERSION) else {
+            // Torn, or written by another version: refilled silently.
             return Ok(None);
         };
         let mut r = Reader::new(payload);
-        let (Ok(saved_model), Ok(saved_dim), Ok(_), Ok(saved_bound)) =
-            (r.str(), r.u32(), r.u64(), r.u32())
+        let (Ok(saved_model), Ok(saved_dim), Ok(_), Ok(saved_bound), Ok(saved_len), Ok(saved_hash)) =
+            (r.str(), r.u32(), r.u64(), r.u32(), r.u64(), r.bytes())
         else {
             return Ok(None);
         };
         if saved_model != model_id || saved_dim as usize != dim || saved_bound > id_bound {
             return Ok(None);
         }
-        let path = dir.join(file);
-        let path_str = path.to_string_lossy().into_owned();
-        // The header must agree before usearch reads the body; a file of
-        // another scalar kind (f16 before bf16) is refilled from the vector
-        // cache.
+        let Some(bytes) = read(file)? else {
+            return Ok(None);
+        };
+        if bytes.len() as u64 != saved_len {
+            return Err(VectorError::Corrupt(format!(
+                "{file} holds {} bytes, {saved_len} were written",
+                bytes.len()
+            )));
+        }
+        if blake3::hash(&bytes).as_bytes()[..] != *saved_hash {
+            return Err(VectorError::Corrupt(format!(
+                "{file} does not match the hash it was written with"
+            )));
+        }
+        // The header must agree too; a file of another scalar kind (f16
+        // before bf16) is refilled from the vector cache.
         let wanted = options(dim);
-        match usearch::Index::metadata(&path_str) {
+        match usearch::Index::metadata_from_buffer(&bytes) {
             Ok(meta)
                 if meta.dimensions == dim as u64 && meta.quantization == wanted.quantization => {}
             _ => return Ok(None),
         }
         let index = usearch::Index::new(&options(dim)).map_err(usearch_err)?;
-        let loaded = if writable {
-            index.load(&path_str)
-        } else {
-            index.view(&path_str)
-        };
-        if loaded.is_err() {
-            return Ok(None);
+        if let Err(e) = index.load_from_buffer(&bytes) {
+            return Err(VectorError::Corrupt(format!("{file}: {e}")));
         }
-        // A memory-mapped view may refuse to reserve: it keeps usearch's
-        // default of one context per core.
+        // If usearch refuses to reserve, it keeps its default of one
+        // context per core.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let contexts = match index
             .reserve_capacity_and_threads(index.size().max(index.capacity()), wanted_contexts())
@@ -411,6 +441,71 @@ mod tests {
     fn unit(values: &[f32]) -> Vec<f32> {
         let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
         values.iter().map(|v| v / norm).collect()
+    }
+
+    #[cfg(unix)]
+    /// Issue 43, item 10: a saved graph with 16 words set to 0x7fffffff,
+    /// or 4 KB of 0xff, crashed usearch on load (SIGSEGV, "Linking to
+    /// missing level"). Now every corruption, and a FIFO or a symlink in
+    /// the file's place, is refused as `Corrupt` before usearch sees a byte,
+    /// and the intact file still opens.
+    #[test]
+    fn a_corrupted_vector_file_is_refused_before_usearch_reads_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let index = VectorIndex::new("m", 8).expect("new");
+        let vectors: Vec<Vec<f32>> = (0..300)
+            .map(|i| {
+                unit(
+                    &(0..8)
+                        .map(|d| ((i * 7 + d * 3) % 11) as f32 + 0.5)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        let batch: Vec<(u32, &[f32])> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, v.as_slice()))
+            .collect();
+        index.add(&batch).expect("add");
+        index.save(dir.path(), 1000).expect("save");
+        let path = dir.path().join(VECTORS_FILE);
+        let good = std::fs::read(&path).expect("read");
+        let reopened = VectorIndex::open(dir.path(), "m", 8, true, 1000).expect("open");
+        assert_eq!(reopened.expect("intact file opens").len(), 300);
+        let mut corruptions: Vec<Vec<u8>> = Vec::new();
+        for start in [64usize, good.len() / 3, good.len() / 2, good.len() - 80] {
+            let mut bytes = good.clone();
+            for word in 0..16 {
+                let at = (start + word * 4).min(bytes.len() - 4);
+                bytes[at..at + 4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+            }
+            corruptions.push(bytes);
+        }
+        let mut ff = good.clone();
+        let n = ff.len().min(4096);
+        let from = ff.len() - n;
+        ff[from..].fill(0xff);
+        corruptions.push(ff);
+        corruptions.push(good[..good.len() / 2].to_vec());
+        for bytes in corruptions {
+            std::fs::write(&path, &bytes).expect("corrupt");
+            assert!(matches!(
+                VectorIndex::open(dir.path(), "m", 8, true, 1000),
+                Err(VectorError::Corrupt(_))
+            ));
+        }
+        std::fs::remove_file(&path).expect("rm");
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink");
+        assert!(matches!(
+            VectorIndex::open(dir.path(), "m", 8, true, 1000),
+            Err(VectorError::Corrupt(_))
+        ));
+        // The writer cleared the symlink: a save takes the name again.
+        index.save(dir.path(), 1000).expect("save");
+        assert!(VectorIndex::open(dir.path(), "m", 8, true, 1000)
+            .expect("open")
+            .is_some());
     }
 
     #[test]
@@ -457,10 +552,12 @@ mod tests {
         assert!(VectorIndex::open(dir.path(), "m", 4, true, 4)
             .expect("open")
             .is_none());
+        // A torn file is corrupt: said, and refilled by the caller.
         std::fs::write(dir.path().join(VECTORS_FILE), b"torn").expect("corrupt");
-        assert!(VectorIndex::open(dir.path(), "m", 4, true, 4)
-            .expect("open")
-            .is_none());
+        assert!(matches!(
+            VectorIndex::open(dir.path(), "m", 4, true, 4),
+            Err(VectorError::Corrupt(_))
+        ));
     }
 
     #[test]
@@ -501,5 +598,53 @@ mod tests {
                 }
             }
         });
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(64))]
+        /// Random corruptions of a saved vector file (flips, cuts, runs of
+        /// one byte) never reach usearch: each is `Corrupt`, never a
+        /// signal, and the caller refills the index.
+        #[test]
+        fn a_randomly_corrupted_vector_file_is_corrupt_never_a_crash(
+            edits in proptest::collection::vec(
+                (proptest::prelude::any::<proptest::sample::Index>(), 1..=255u8, 0..3u8),
+                1..6,
+            ),
+        ) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let index = VectorIndex::new("m", 8).expect("new");
+            let vectors: Vec<Vec<f32>> = (0..64u32)
+                .map(|i| unit(&(0..8u32).map(|d| ((i * 5 + d * 3) % 7) as f32 + 0.5).collect::<Vec<_>>()))
+                .collect();
+            let batch: Vec<(u32, &[f32])> =
+                vectors.iter().enumerate().map(|(i, v)| (i as u32, v.as_slice())).collect();
+            index.add(&batch).expect("add");
+            index.save(dir.path(), 100).expect("save");
+            let path = dir.path().join(VECTORS_FILE);
+            let good = std::fs::read(&path).expect("read");
+            let mut bytes = good.clone();
+            for (at, value, how) in &edits {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = at.index(bytes.len());
+                match how {
+                    0 => bytes[i] ^= value,
+                    1 => bytes.truncate(i),
+                    _ => {
+                        let end = (i + 4096).min(bytes.len());
+                        bytes[i..end].fill(*value);
+                    }
+                }
+            }
+            std::fs::write(&path, &bytes).expect("write");
+            let opened = VectorIndex::open(dir.path(), "m", 8, true, 100);
+            if bytes == good {
+                proptest::prop_assert!(matches!(opened, Ok(Some(_))));
+            } else {
+                proptest::prop_assert!(matches!(opened, Err(VectorError::Corrupt(_))));
+            }
+        }
     }
 }

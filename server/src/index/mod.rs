@@ -64,6 +64,10 @@ pub enum IndexError {
     NotADirectory(PathBuf),
     #[error("{path}: {reason}")]
     Vectors { path: PathBuf, reason: String },
+    /// `Index::stop` was called (a server shutting down): the update was
+    /// abandoned before its commit, so the committed index is unchanged.
+    #[error("stopped before the update was committed")]
+    Stopped,
 }
 
 fn vector_err(dir: &Path, err: crate::dense::vectors::VectorError) -> IndexError {
@@ -260,6 +264,8 @@ pub struct Index {
     notes: Mutex<Vec<String>>,
     /// `embed_pending` leaves saving the vector index to `save_vectors`.
     defer_vector_saves: std::sync::atomic::AtomicBool,
+    /// Set by `stop`: updates end before their commit.
+    stopped: std::sync::atomic::AtomicBool,
     /// Vectors were added since the vector index was last saved.
     vectors_dirty: std::sync::atomic::AtomicBool,
     /// The editors' texts indexed by `update_buffers`, by path: the chunks
@@ -349,6 +355,7 @@ impl Index {
             static_vectors: ArcSwapOption::empty(),
             notes: Mutex::new(notes),
             defer_vector_saves: std::sync::atomic::AtomicBool::new(false),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             vectors_dirty: std::sync::atomic::AtomicBool::new(false),
             buffer_texts: Mutex::new(FxHashMap::default()),
         })
@@ -356,6 +363,18 @@ impl Index {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The current text of the workspace's files for a search, read
+    /// confined and within the size limit (a file that grew past it since
+    /// it was indexed is not read: its hits are dropped, never stalled on).
+    pub fn disk_text(&self) -> crate::search::DiskText {
+        crate::search::DiskText::new(&self.root, self.config.max_file_size)
+    }
+
+    /// The most bytes of one file that are read (`--max-file-size`).
+    pub fn max_file_size(&self) -> u64 {
+        self.config.max_file_size
     }
 
     pub fn cache_dir(&self) -> &Path {
@@ -390,6 +409,17 @@ impl Index {
             .push(note);
     }
 
+    /// Abandons any running and later update (a walk, chunking) before its
+    /// commit: a server shutting down while its first walk of a huge root
+    /// runs answers `shutdown` at once. Searches keep working.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
     pub fn take_notes(&self) -> Vec<String> {
         std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -402,7 +432,10 @@ impl Index {
             .cache_dir
             .starts_with(&self.root)
             .then_some(self.cache_dir.as_path());
-        let outcome = walk::walk(&self.root, exclude);
+        let outcome = walk::walk(&self.root, exclude, &self.stopped);
+        if self.is_stopped() {
+            return Err(IndexError::Stopped);
+        }
         stats.unsupported = outcome.n_unsupported;
         stats.symlinks_skipped = outcome.n_symlinks_skipped + outcome.n_bad_paths;
         stats.walk_errors = outcome.errors.len() as u64;
@@ -444,7 +477,7 @@ impl Index {
                 }
                 // Too large either way: the writer would skip it again.
                 entry.size <= self.config.max_file_size
-                    && confine::read(&self.root, &entry.abs_path)
+                    && confine::read(&self.root, &entry.abs_path, self.config.max_file_size)
                         .map_or(true, |bytes| *blake3::hash(&bytes).as_bytes() != row.hash)
             };
             let behind = changed.iter().filter(|entry| differs(entry)).count();
@@ -625,6 +658,9 @@ impl Index {
             return Ok(());
         }
         let builders = self.build(state, &changed, buffers, stats, progress);
+        if self.is_stopped() {
+            return Err(IndexError::Stopped);
+        }
         let mut manifest = state.manifest.clone();
         // Ids are handed out in order; freezing and writing run in parallel.
         let mut plan = Vec::with_capacity(builders.len());
@@ -740,8 +776,16 @@ impl Index {
         }
         let dim = engine.dim();
         let id_bound = self.id_bound();
-        let opened = VectorIndex::open(&self.cache_dir, model_id, dim, self.is_writer(), id_bound)
-            .map_err(|e| vector_err(&self.cache_dir, e))?;
+        let opened =
+            match VectorIndex::open(&self.cache_dir, model_id, dim, self.is_writer(), id_bound) {
+                Err(crate::dense::vectors::VectorError::Corrupt(why)) => {
+                    // Never handed to usearch: refilled from the shared
+                    // vector cache (the next save replaces the file).
+                    self.note(format!("{why}; rebuilding the vector index"));
+                    None
+                }
+                opened => opened.map_err(|e| vector_err(&self.cache_dir, e))?,
+            };
         let vectors = match opened {
             Some(vectors) => vectors,
             None => VectorIndex::new(model_id, dim).map_err(|e| vector_err(&self.cache_dir, e))?,
@@ -1107,6 +1151,9 @@ impl Index {
         let mut builder = SegmentBuilder::for_source_bytes(source_bytes);
         let mut stats = UpdateStats::default();
         while let Some(entry) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if self.is_stopped() {
+                break;
+            }
             let previous = state.files.get(&entry.rel_path);
             if previous.is_none() {
                 stats.files_added += 1;
@@ -1152,10 +1199,15 @@ impl Index {
         }
         let read = match buffer {
             Some(text) => Ok(text.clone().into_bytes()),
-            None => confine::read(&self.root, &entry.abs_path),
+            None => confine::read(&self.root, &entry.abs_path, self.config.max_file_size),
         };
         let bytes = match read {
             Ok(bytes) => bytes,
+            Err(Refusal::TooLarge { .. }) => {
+                // Grew past the limit since the walk saw it.
+                stats.files_skipped += 1;
+                return skip(builder, [0; 32], SkipReason::TooLarge);
+            }
             Err(refusal) => {
                 if let Refusal::Outside(_) | Refusal::NotRegular(_) = refusal {
                     self.note(format!("not indexing {}: {refusal}", entry.rel_path));
@@ -1348,22 +1400,17 @@ fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterSt
     Err(last_error)
 }
 
-/// A segment file's bytes, mapped rather than read: the segment's postings
-/// stay views of the mapping, so opening a large index neither reads nor
-/// copies them. Segment files are written to a temporary name and renamed
-/// into place, never changed or truncated after, so the mapping cannot see
-/// a partial write; a file replaced or deleted meanwhile (a merge) keeps
-/// its old contents for this mapping until the segment is dropped.
-fn map_file(path: &Path) -> std::io::Result<bytes::Bytes> {
-    let file = std::fs::File::open(path)?;
-    // SAFETY: see above; the map is only ever read.
-    let map = unsafe { memmap2::Mmap::map(&file) }?;
-    Ok(bytes::Bytes::from_owner(map))
+/// A segment file's bytes, read whole (`cachefile`): a segment is never
+/// memory-mapped, so a file truncated or rewritten under a running server
+/// can not fault a later search (`SIGBUS`); what was read was checked by
+/// `Segment::from_bytes` and stays as it was checked.
+fn read_segment(path: &Path) -> std::io::Result<bytes::Bytes> {
+    crate::cachefile::read(path).map(bytes::Bytes::from)
 }
 
 fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String> {
     let manifest_path = cache_dir.join(store::MANIFEST_FILE);
-    let bytes = match std::fs::read(&manifest_path) {
+    let bytes = match crate::cachefile::read(&manifest_path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(format!("reading {}: {err}", manifest_path.display())),
@@ -1383,7 +1430,7 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
             .map(|id| {
                 let path = cache_dir.join(Segment::file_name(*id));
                 let bytes =
-                    map_file(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+                    read_segment(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
                 let segment =
                     Segment::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
                 if segment.id != *id {

@@ -147,11 +147,8 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Tries to take the writer lock of a cache directory without waiting.
 /// `Ok(None)` means another process holds it.
 pub fn try_lock(dir: &Path) -> io::Result<Option<File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(LOCK_FILE))?;
+    // A FIFO or a directory in the lock's place is replaced, never waited on.
+    let file = crate::cachefile::open_rw(&dir.join(LOCK_FILE))?;
     match file.try_lock() {
         Ok(()) => Ok(Some(file)),
         Err(fs::TryLockError::WouldBlock) => Ok(None),
@@ -159,8 +156,11 @@ pub fn try_lock(dir: &Path) -> io::Result<Option<File>> {
     }
 }
 
-/// Removes temporary files and segment files the manifest does not name.
-/// Only the lock holder may call this.
+/// Removes temporary files and segment files the manifest does not name,
+/// and anything that is not a regular file where a cache file belongs (a
+/// FIFO, a directory or a symlink in place of the manifest, a segment or
+/// a vector file): it was refused as corrupt, and the files written next
+/// take those names. Only the lock holder may call this.
 pub fn collect_garbage(dir: &Path, manifest: &Manifest, segment_file_name: fn(u64) -> String) {
     let keep: std::collections::HashSet<String> = manifest
         .segment_ids
@@ -176,6 +176,10 @@ pub fn collect_garbage(dir: &Path, manifest: &Manifest, segment_file_name: fn(u6
             continue;
         };
         let garbage = name.contains(".tmp-") || (name.starts_with("seg-") && !keep.contains(name));
+        let ours = name == MANIFEST_FILE || name.starts_with("seg-") || name.starts_with("vectors");
+        if ours && crate::cachefile::remove_irregular(&entry.path()) {
+            continue;
+        }
         if garbage {
             let _ = fs::remove_file(entry.path());
         }
@@ -231,5 +235,40 @@ mod tests {
             again = try_lock(dir.path()).expect("lock");
         }
         assert!(again.is_some(), "the lock was not released");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(256))]
+        /// Random bytes, and a real manifest with random bytes changed (its
+        /// checksum fixed up, so the decoder sees them): refused or decoded,
+        /// never a panic or an unbounded allocation.
+        #[test]
+        fn random_and_corrupted_manifests_never_panic(
+            noise in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            edits in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..8),
+        ) {
+            let _ = Manifest::from_bytes(&noise);
+            let manifest = Manifest {
+                root: "/w".into(),
+                next_chunk_id: 10,
+                next_segment_id: 5,
+                segment_ids: vec![1, 3, 4],
+            };
+            let bytes = manifest.to_bytes();
+            let mut payload = bytes[8..bytes.len() - 32].to_vec();
+            for (at, value) in &edits {
+                let at = at.index(payload.len());
+                payload[at] = *value;
+            }
+            let _ = Manifest::from_bytes(&frame(MANIFEST_MAGIC, SCHEMA_VERSION, &payload));
+            let mut raw = bytes.clone();
+            for (at, value) in &edits {
+                let at = at.index(raw.len());
+                raw[at] ^= value | 1;
+            }
+            if raw != bytes {
+                proptest::prop_assert!(Manifest::from_bytes(&raw).is_err());
+            }
+        }
     }
 }

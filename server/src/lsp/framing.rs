@@ -10,14 +10,15 @@
 //! lines keep at most `MAX_HEADER_LINE` bytes, bodies over the configured
 //! limit are refused without being read into memory.
 //!
-//! Interprets messages only as far as JSON-RPC validity, `exit` (so the
+//! Interprets messages only as far as JSON-RPC validity (`jsonrpc`, which
+//! also repairs lone surrogate escapes and `-0` ids), `exit` (so the
 //! caller can tell an exit without shutdown) and dropping empty `params`
 //! of the server's parameterless custom requests (`quarry/status` with
 //! `{}`), which the protocol library would refuse.
 //! Never: blocks on a bad frame, holds a whole oversized message in memory.
 
 use serde::de::IgnoredAny;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -231,62 +232,11 @@ pub(crate) fn frame(body: &[u8]) -> Vec<u8> {
 }
 
 fn error_response(id: Value, code: i64, message: String) -> Vec<u8> {
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": code, "message": message},
-    });
-    frame(body.to_string().as_bytes())
-}
-
-/// Why `message` is not a JSON-RPC 2.0 request, notification or response,
-/// with the id to answer with (null when it has no usable one).
-fn invalid(message: &Value) -> Option<(Value, String)> {
-    let Some(object) = message.as_object() else {
-        return Some((Value::Null, "a message must be a JSON object".into()));
-    };
-    let id = match object.get("id") {
-        None => None,
-        Some(id @ Value::String(_)) => Some(id.clone()),
-        Some(id @ Value::Number(n)) if n.is_i64() => Some(id.clone()),
-        // The protocol layer holds ids as i64: 2^63 and above ended the
-        // session; this one message is refused instead, with its id.
-        Some(id @ Value::Number(n)) if n.is_u64() => {
-            return Some((id.clone(), format!("id {n} is beyond 2^63 - 1")));
-        }
-        Some(Value::Null) => Some(Value::Null),
-        Some(other) => {
-            return Some((
-                Value::Null,
-                format!("id must be an integer or a string, not {other}"),
-            ))
-        }
-    };
-    let answer = id.clone().unwrap_or(Value::Null);
-    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Some((answer, "\"jsonrpc\" must be \"2.0\"".into()));
-    }
-    match object.get("method") {
-        Some(Value::String(_)) => match object.get("params") {
-            None | Some(Value::Object(_) | Value::Array(_) | Value::Null) => None,
-            Some(_) => Some((answer, "params must be an object or an array".into())),
-        },
-        Some(_) => Some((answer, "method must be a string".into())),
-        None => {
-            let has_result = object.contains_key("result");
-            let has_error = object.contains_key("error");
-            if id.is_none() {
-                Some((answer, "a message needs a method or an id".into()))
-            } else if has_result == has_error {
-                Some((
-                    answer,
-                    "a response needs exactly one of result and error".into(),
-                ))
-            } else {
-                None
-            }
-        }
-    }
+    frame(
+        crate::jsonrpc::error(id, code, message)
+            .to_string()
+            .as_bytes(),
+    )
 }
 
 /// Percent-escapes what some clients leave raw in `file://` URIs (spaces,
@@ -339,29 +289,17 @@ fn escape_file_uri(uri: &str) -> Option<String> {
 /// What to do with one frame's body: pass it on (maybe rewritten) or
 /// answer it with an error.
 fn admit(body: &[u8], gate: &Gate) -> Result<Vec<u8>, Vec<u8>> {
-    let mut message = match serde_json::from_slice::<Value>(body) {
-        Ok(message) => message,
-        Err(e) => {
-            super::log(&format!("malformed message: {e}"));
-            return Err(error_response(
-                Value::Null,
-                -32700,
-                format!("Parse error: {e}"),
-            ));
-        }
-    };
-    if let Some((id, why)) = invalid(&message) {
-        super::log(&format!("invalid JSON-RPC message: {why}"));
-        return Err(error_response(
-            id,
-            -32600,
-            format!("Invalid request: {why}"),
-        ));
-    }
+    // A lone surrogate escape or an id of -0 is repaired (`repaired`): the
+    // protocol library would refuse it without the id.
+    let crate::jsonrpc::Parsed {
+        mut message,
+        mut repaired,
+    } = crate::jsonrpc::parse(body).map_err(|answer| {
+        super::log(&format!("unusable message: {}", answer["error"]["message"]));
+        frame(answer.to_string().as_bytes())
+    })?;
     if let Some(params) = message.get_mut("params") {
-        if escape_uris(params) {
-            return Ok(frame(message.to_string().as_bytes()));
-        }
+        repaired |= escape_uris(params);
     }
     let method = message.get("method").and_then(Value::as_str);
     if method == Some("exit") {
@@ -379,10 +317,14 @@ fn admit(body: &[u8], gate: &Gate) -> Result<Vec<u8>, Vec<u8>> {
             if let Some(object) = message.as_object_mut() {
                 object.remove("params");
             }
-            return Ok(frame(message.to_string().as_bytes()));
+            repaired = true;
         }
     }
-    Ok(frame(body))
+    Ok(if repaired {
+        frame(message.to_string().as_bytes())
+    } else {
+        frame(body)
+    })
 }
 
 /// Copies well-formed messages from `input` to `server`; answers the rest
@@ -612,5 +554,69 @@ mod tests {
         assert!(!gate.exit_seen.load(Ordering::SeqCst));
         admit(br#"{"jsonrpc":"2.0","method":"exit"}"#, &gate).unwrap();
         assert!(gate.exit_seen.load(Ordering::SeqCst));
+    }
+
+    /// One piece of a random input stream.
+    fn piece() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..64),
+            (0..1000u32).prop_map(ok),
+            proptest::collection::vec(any::<u8>(), 0..64).prop_map(|body| frame(&body)),
+            (0..200usize, proptest::collection::vec(any::<u8>(), 0..64)).prop_map(|(n, body)| {
+                let mut out = format!("Content-Length: {n}\r\n\r\n").into_bytes();
+                out.extend(body);
+                out
+            }),
+            Just(b"Content-Length: 99999999999999999999\r\n\r\n".to_vec()),
+            Just(frame(
+                br#"{"jsonrpc":"2.0","id":-0,"method":"m","params":{"q":"\ud800"}}"#
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(256))]
+        /// Random streams of bytes, valid frames, frames of random bodies
+        /// and lying `Content-Length` headers: the gate never panics,
+        /// never hangs (each stream ends within 5 s), passes on only valid
+        /// JSON-RPC and answers everything else with JSON.
+        #[test]
+        fn random_streams_never_panic_or_hang(pieces in proptest::collection::vec(piece(), 0..12)) {
+            let input: Vec<u8> = pieces.concat();
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            let outcome = runtime.block_on(async {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+                let mut server = Vec::new();
+                let pumped = tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    pump_input(&input[..], &mut server, tx, gate()),
+                )
+                .await;
+                let mut answers = Vec::new();
+                while let Ok(answer) = rx.try_recv() {
+                    answers.push(answer);
+                }
+                (pumped.is_ok(), server, answers)
+            });
+            let (finished, server, answers) = outcome;
+            proptest::prop_assert!(finished, "the gate hung");
+            let mut reader = &server[..];
+            while !reader.is_empty() {
+                let text = String::from_utf8_lossy(reader);
+                let header_end = text.find("\r\n\r\n").expect("a header");
+                let n: usize = text["Content-Length: ".len()..header_end].parse().expect("length");
+                let body = &reader[header_end + 4..header_end + 4 + n];
+                let message: Value = serde_json::from_slice(body).expect("valid JSON passed on");
+                proptest::prop_assert!(crate::jsonrpc::invalid(&message).is_none(), "{message}");
+                reader = &reader[header_end + 4 + n..];
+            }
+            for answer in answers {
+                let text = String::from_utf8_lossy(&answer);
+                let body = &text[text.find("\r\n\r\n").expect("header") + 4..];
+                let message: Value = serde_json::from_str(body).expect("an answer is JSON");
+                proptest::prop_assert!(message["error"]["code"].is_i64(), "{message}");
+            }
+        }
     }
 }

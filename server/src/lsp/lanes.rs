@@ -157,6 +157,10 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
         }
     }
     let Some(index) = folder.index() else { return };
+    if state.shutting_down.load(Ordering::SeqCst) {
+        // `shutdown` may have looked for this index before it was open.
+        index.stop();
+    }
     let job_index = index.clone();
     let job_counter = counter.clone();
     let result = with_progress(progress.as_ref(), "files", counter.clone(), move || {
@@ -185,6 +189,7 @@ async fn index_folder(state: &Arc<State>, folder: &Arc<Folder>) {
                 .await;
             request_embedding(state, folder, Vec::new());
         }
+        Some(Err(_)) if state.shutting_down.load(Ordering::SeqCst) => {}
         Some(Err(e)) => {
             let context = format!("indexing {}", folder.root.display());
             report_error(state, folder, &context, e).await;

@@ -823,7 +823,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         let mut text = LiveText {
             root: &folder.root,
             overlay: &state.overlay,
-            disk: DiskText::new(&folder.root),
+            disk: index.disk_text(),
         };
         let (folder_engine, fill) = state.search_engines(&snapshot);
         let results = search_blended(
@@ -1037,9 +1037,16 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> RpcResult<()> {
-        self.state.shutting_down.store(true, Ordering::Relaxed);
+        self.state.shutting_down.store(true, Ordering::SeqCst);
         self.state.wake.notify_one();
         self.state.embed_wake.notify_one();
+        // A running walk or chunking pass ends before its commit (a first
+        // walk of `/` would otherwise hold `shutdown` for minutes).
+        for folder in self.state.folders() {
+            if let Some(index) = folder.index() {
+                index.stop();
+            }
+        }
         // Wait for each folder's running job and embedding round (index
         // writes are atomic), then save vectors added since the last save.
         for folder in self.state.folders() {

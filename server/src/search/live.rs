@@ -23,15 +23,18 @@ pub trait TextSource {
 /// Reads files under a root, each at most once per search.
 pub struct DiskText {
     root: PathBuf,
+    limit: u64,
     cache: FxHashMap<String, Option<String>>,
 }
 
 impl DiskText {
     /// Reads under `root`, which must be canonical (`Index::root` is):
-    /// `confine` compares real paths.
-    pub fn new(root: impl Into<PathBuf>) -> DiskText {
+    /// `confine` compares real paths. A file over `limit` bytes is not
+    /// read (`Index::disk_text` passes the index's size limit).
+    pub fn new(root: impl Into<PathBuf>, limit: u64) -> DiskText {
         DiskText {
             root: root.into(),
+            limit,
             cache: FxHashMap::default(),
         }
     }
@@ -52,10 +55,12 @@ impl DiskText {
 
 impl TextSource for DiskText {
     fn text(&mut self, path: &str) -> Option<&str> {
-        let root = &self.root;
+        let (root, limit) = (&self.root, self.limit);
         self.cache
             .entry(path.to_string())
-            .or_insert_with(|| crate::confine::read_text(root, std::path::Path::new(path)).ok())
+            .or_insert_with(|| {
+                crate::confine::read_text(root, std::path::Path::new(path), limit).ok()
+            })
             .as_deref()
     }
 }

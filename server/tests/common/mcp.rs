@@ -66,6 +66,19 @@ impl Mcp {
         }
     }
 
+    /// Writes `line` as it is (a newline added) and returns the next
+    /// message the server writes.
+    pub fn raw(&mut self, line: &str) -> Value {
+        writeln!(self.stdin, "{line}").expect("write");
+        self.stdin.flush().expect("flush");
+        let mut answer = String::new();
+        assert!(
+            self.stdout.read_line(&mut answer).expect("read") > 0,
+            "server closed"
+        );
+        serde_json::from_str(&answer).expect("json line")
+    }
+
     /// Calls a tool; returns (is_error, text, structured content).
     pub fn call(&mut self, tool: &str, arguments: Value) -> (bool, String, Value) {
         let response = self.request("tools/call", json!({"name": tool, "arguments": arguments}));

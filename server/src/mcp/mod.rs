@@ -9,13 +9,13 @@
 //! Never: read or return files outside the workspace root; exit on a bad
 //! call (errors come back as tool errors).
 
+pub mod lines;
 use crate::chunk::{chunk_file, detect_language, ChunkKind};
 use crate::dense::DenseEngine;
 use crate::filter::Filter;
 use crate::index::Index;
 use crate::search::{
-    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
-    TextSource,
+    find_symbols, is_preamble, search_with, snippet, Branches, Hit, SearchOptions, TextSource,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -122,10 +122,20 @@ pub struct GetCodeContextArgs {
     pub end_line: Option<usize>,
 }
 
+/// How long a tool call waits for a running update of the index before it
+/// answers from what is committed.
+const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Said first when a tool answers before the index caught up.
+const STILL_INDEXING: &str =
+    "_The workspace is still being indexed: these results cover what is indexed so far._\n\n";
+
 #[derive(Clone)]
 pub struct QuarryMcp {
     index: Arc<Index>,
     engine: Arc<DenseEngine>,
+    /// Held while the index is being brought up to date.
+    updating: Arc<tokio::sync::Mutex<()>>,
     tool_router: ToolRouter<QuarryMcp>,
 }
 
@@ -160,13 +170,21 @@ impl QuarryMcp {
         QuarryMcp {
             index,
             engine,
+            updating: Default::default(),
             tool_router: Self::tool_router(),
         }
     }
 
     /// Brings the index up to date and embeds a few fresh chunks, off the
-    /// async threads.
-    async fn refresh(&self) {
+    /// async threads. Waits at most `REFRESH_WAIT` for an update already
+    /// running (the first walk of a huge root): then answers come from the
+    /// committed index and say so. Whether the index is up to date.
+    async fn refresh(&self) -> bool {
+        let Ok(_updating) =
+            tokio::time::timeout(REFRESH_WAIT, self.updating.clone().lock_owned()).await
+        else {
+            return false;
+        };
         let index = self.index.clone();
         let engine = self.engine.clone();
         let _ = tokio::task::spawn_blocking(move || {
@@ -176,6 +194,7 @@ impl QuarryMcp {
             }
         })
         .await;
+        true
     }
 
     /// A root-relative path inside the workspace, or why not.
@@ -223,7 +242,7 @@ impl QuarryMcp {
         if !(1..=MAX_SEARCH_HITS).contains(&limit) {
             return tool_error(format!("limit must be 1 to {MAX_SEARCH_HITS}, not {limit}"));
         }
-        self.refresh().await;
+        let current = self.refresh().await;
         let options = SearchOptions {
             limit,
             snippet_lines: 4,
@@ -236,7 +255,7 @@ impl QuarryMcp {
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();
-        let mut text = DiskText::new(self.index.root());
+        let mut text = self.index.disk_text();
         let mut results = search_with(
             &snapshot,
             &args.query,
@@ -250,6 +269,9 @@ impl QuarryMcp {
             }
         }
         let mut out = String::new();
+        if !current {
+            out.push_str(STILL_INDEXING);
+        }
         match (results.mode, &results.reason) {
             ("lexical", Some(reason)) => {
                 let _ = writeln!(out, "_lexical-only: {reason}_\n");
@@ -355,7 +377,7 @@ impl QuarryMcp {
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();
-        let mut text = DiskText::new(self.index.root());
+        let mut text = self.index.disk_text();
         let results = search_with(&snapshot, &name, &options, &mut text, None);
         // Grouped by file; a chunk counts when its current text holds the
         // identifier as a whole word and it is not the definition.
@@ -368,8 +390,11 @@ impl QuarryMcp {
             if hit.name == name || hit.symbol == symbol {
                 continue;
             }
-            let Ok(file) = crate::confine::read_text(self.index.root(), Path::new(&hit.path))
-            else {
+            let Ok(file) = crate::confine::read_text(
+                self.index.root(),
+                Path::new(&hit.path),
+                self.index.max_file_size(),
+            ) else {
                 continue;
             };
             let lines: Vec<(usize, &str)> = file
@@ -438,10 +463,11 @@ impl QuarryMcp {
             Ok(found) => found,
             Err(e) => return tool_error(e),
         };
-        let text = match crate::confine::read_text(self.index.root(), &abs) {
-            Ok(text) => text,
-            Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
-        };
+        let text =
+            match crate::confine::read_text(self.index.root(), &abs, self.index.max_file_size()) {
+                Ok(text) => text,
+                Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
+            };
         let total = text.lines().count().max(1);
         let (start, end, symbol) = match &args.symbol {
             Some(symbol) => {
@@ -646,14 +672,27 @@ impl ServerHandler for QuarryMcp {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client disconnects.
+/// Serves MCP on stdin/stdout until the client disconnects. rmcp speaks
+/// to `lines`' gate, never to the client's raw bytes.
 pub async fn run_stdio(index: Arc<Index>, engine: Arc<DenseEngine>) -> Result<(), String> {
     use rmcp::ServiceExt;
-    let service = QuarryMcp::new(index, engine)
-        .serve(rmcp::transport::stdio())
+    let (rmcp_in, gate_out) = tokio::io::duplex(1 << 16);
+    let (rmcp_out, gate_in) = tokio::io::duplex(1 << 16);
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(lines::pump_input(tokio::io::stdin(), gate_out, answers));
+    let output = tokio::spawn(lines::pump_output(gate_in, answered, tokio::io::stdout()));
+    let server = QuarryMcp::new(index, engine);
+    // The first update runs while the client initializes: `initialize`
+    // is answered at once even on a root of millions of files.
+    let first = server.clone();
+    tokio::spawn(async move { first.refresh().await });
+    let service = server
+        .serve((rmcp_in, rmcp_out))
         .await
         .map_err(|e| e.to_string())?;
-    service.waiting().await.map_err(|e| e.to_string())?;
+    let waited = service.waiting().await.map_err(|e| e.to_string());
+    let _ = output.await;
+    waited?;
     Ok(())
 }
 

@@ -442,6 +442,20 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
     Ok(stats)
 }
 
+/// Beside another process that writes the index: refreshes (which
+/// follows that process's commits, or takes the writing over if it left)
+/// until no file differs from the committed index, or `patience` is spent.
+fn wait_for_writer(index: &Index, patience: std::time::Duration) -> Result<UpdateStats> {
+    let started = std::time::Instant::now();
+    loop {
+        let stats = refresh(index, false)?;
+        if stats.files_behind == 0 || index.is_writer() || started.elapsed() >= patience {
+            return Ok(stats);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// `refresh` for a query: an update that cannot be written (a full disk, a
 /// read-only cache) is said on stderr and the query is answered from the
 /// last committed index, which nothing touched.
@@ -474,7 +488,24 @@ fn run(cli: Cli) -> Result<()> {
             embed_limit,
         } => {
             let index = open(root, &common)?;
-            let stats = refresh(&index, true)?;
+            let mut stats = refresh(&index, true)?;
+            if !index.is_writer() && stats.files_behind > 0 {
+                // Another process (a language server, `quarry mcp`) writes
+                // this index: its watcher indexes the changes; wait for it.
+                eprintln!(
+                    "quarry: another quarry process writes this index; waiting for it to index {} changed file(s)",
+                    stats.files_behind
+                );
+                stats = wait_for_writer(&index, std::time::Duration::from_secs(30))?;
+                if stats.files_behind > 0 {
+                    eprintln!(
+                        "quarry: the writing process has not indexed {} changed file(s) after 30 s",
+                        stats.files_behind
+                    );
+                } else {
+                    eprintln!("quarry: the writing process indexed them");
+                }
+            }
             let engine = dense_engine(&common, true);
             // A batch job that ends soon: freed layer outputs are reused
             // rather than returned to the OS and faulted in again.
@@ -560,7 +591,12 @@ fn run(cli: Cli) -> Result<()> {
                 })
                 .transpose()?;
             let index = open(root, &common)?;
-            let stats = refresh_or_warn(&index);
+            let mut stats = refresh_or_warn(&index);
+            if stats.files_behind > 0 && !index.is_writer() {
+                // A running server's watcher indexes a change within its
+                // debounce: give it a moment rather than answer stale.
+                stats = wait_for_writer(&index, std::time::Duration::from_secs(2)).unwrap_or(stats);
+            }
             if stats.files_behind > 0 && !json {
                 eprintln!(
                     "quarry: another quarry process owns this index and has not indexed {} changed \
@@ -702,6 +738,8 @@ fn run(cli: Cli) -> Result<()> {
                     "root": index.root(),
                     "cache_dir": index.cache_dir(),
                     "writer": index.is_writer(),
+                    "role": if index.is_writer() { "writer" } else { "reader" },
+                    "index_age_secs": index.committed_age_secs(),
                     "summary": summary,
                     "model": engine.model_id(),
                     "model_error": engine.unavailable_reason(),
@@ -712,6 +750,19 @@ fn run(cli: Cli) -> Result<()> {
             } else {
                 writeln!(out, "root       {}", index.root().display())?;
                 writeln!(out, "cache      {}", index.cache_dir().display())?;
+                let age = index
+                    .committed_age_secs()
+                    .map_or("no commit yet".to_string(), |s| {
+                        format!("committed {s:.0} s ago")
+                    });
+                if index.is_writer() {
+                    writeln!(out, "role       writer ({age})")?;
+                } else {
+                    writeln!(
+                        out,
+                        "role       reader: another quarry process writes this index ({age})"
+                    )?;
+                }
                 writeln!(out, "files      {}", summary.files_indexed)?;
                 writeln!(out, "chunks     {}", summary.chunks)?;
                 writeln!(out, "embedded   {embedded}/{total}")?;

@@ -187,6 +187,11 @@ export function startingText(reason?: string): { text: string; tooltip: string }
   };
 }
 
+/** ", committed N s ago" for a folder's `indexAgeSecs`, or nothing. */
+export function ageText(seconds: unknown): string {
+  return typeof seconds === "number" && Number.isFinite(seconds) ? ` (committed ${Math.round(seconds)} s ago)` : "";
+}
+
 /** The status bar text and tooltip for a `quarry/status` answer. */
 export function statusText(status: any): { text: string; tooltip: string } {
   if (statusStarting(status)) {
@@ -219,6 +224,9 @@ export function statusText(status: any): { text: string; tooltip: string } {
     );
   }
   for (const f of folders) {
+    if (f.role === "reader") {
+      lines.push(`${f.root}: reading the index another Quarry process writes${ageText(f.indexAgeSecs)}`);
+    }
     if (f.lastError) {
       lines.push(`${f.root}: ${f.lastError}`);
     }

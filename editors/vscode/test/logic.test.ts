@@ -99,6 +99,14 @@ test("status text says hybrid or lexical, with the reason", () => {
   });
   assert.match(partial.text, /sync~spin\) Quarry hybrid 37% · 2 files/);
   assert.match(partial.tooltip, /37 of 100 chunks/);
+  // A second Quarry process on the workspace: this one reads its index.
+  const reader = statusText({
+    mode: "hybrid",
+    model: { id: "m" },
+    folders: [{ root: "/a", ready: true, files: 2, chunks: 5, embedded: 5, role: "reader", indexAgeSecs: 3.4 }],
+  });
+  assert.match(reader.tooltip, /\/a: reading the index another Quarry process writes \(committed 3 s ago\)/);
+  assert.doesNotMatch(hybrid.tooltip, /another Quarry process/);
 });
 
 test("settings map to initializationOptions: limit and perFileCap always, the rest when set", () => {

@@ -60,6 +60,11 @@ pub struct LspReport {
     pub save_searchable_max_ms: f64,
     /// didSave sent -> every chunk embedded again (with a model).
     pub save_embedded_p50_ms: Option<f64>,
+    /// A second server on the same workspace (a reader of the first's
+    /// index): the saved function searchable in the writer -> searchable
+    /// in the reader.
+    pub reader_lag_p50_ms: f64,
+    pub reader_lag_max_ms: f64,
     pub checkout: Checkout,
     /// With a model: edits while the first (cold) embedding runs.
     pub cold: Option<ColdEmbedding>,
@@ -408,6 +413,11 @@ impl std::fmt::Display for LspReport {
             self.save_searchable_max_ms,
             self.save_file_bytes / 1024
         )?;
+        writeln!(
+            f,
+            "reader lag        p50 {:.1} ms, max {:.1} ms (a second server on the same workspace: searchable in the writer -> searchable in the reader, {SAVES} saves)",
+            self.reader_lag_p50_ms, self.reader_lag_max_ms
+        )?;
         if let Some(embedded) = self.save_embedded_p50_ms {
             writeln!(
                 f,
@@ -598,6 +608,24 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
     let mut save_times = Vec::new();
     let mut embed_times = Vec::new();
     let mut save_file_bytes = 0;
+    // A second server on the same workspace and cache: it reads the
+    // first's index and must follow its commits.
+    let mut reader = Client::start(&exe, &work.path().join("xdg"), None);
+    reader.result(
+        "initialize",
+        json!({
+            "processId": null,
+            "rootUri": null,
+            "capabilities": {},
+            "workspaceFolders": [{"uri": uri, "name": "corpus"}],
+            "initializationOptions": {"lexicalOnly": true}
+        }),
+    );
+    reader.notify("initialized", json!({}));
+    reader.poll("quarry/status", json!(null), |s| {
+        s["folders"][0]["ready"] == true
+    });
+    let mut lags = Vec::new();
     if let Some((file, template, size)) = target {
         save_file_bytes = size;
         let file_uri = format!("file://{}", file.display());
@@ -616,6 +644,12 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
                     .is_some_and(|a| a.iter().any(|s| s["name"] == name.as_str()))
             });
             save_times.push(saved.elapsed().as_secs_f64() * 1000.0);
+            let committed = Instant::now();
+            reader.poll("workspace/symbol", json!({"query": name}), |r| {
+                r.as_array()
+                    .is_some_and(|a| a.iter().any(|s| s["name"] == name.as_str()))
+            });
+            lags.push(committed.elapsed().as_secs_f64() * 1000.0);
             if model.is_some() && folder_counts(&status).1 <= WAIT_EMBEDDING_MAX_CHUNKS {
                 client.poll("quarry/status", json!(null), |s| {
                     let f = &s["folders"][0];
@@ -634,6 +668,10 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
     client.result("shutdown", json!(null));
     client.notify("exit", json!(null));
     let _ = client.child.wait();
+    reader.result("shutdown", json!(null));
+    reader.notify("exit", json!(null));
+    let _ = reader.child.wait();
+    let lags = sorted(lags);
 
     let symbol_times = sorted(symbol_times);
     let search_times = sorted(search_times);
@@ -659,6 +697,8 @@ pub fn run(corpus: &Path, model: Option<PathBuf>) -> io::Result<LspReport> {
         save_searchable_p50_ms: percentile(&save_times, 0.5),
         save_searchable_max_ms: save_times.last().copied().unwrap_or(0.0),
         save_embedded_p50_ms: (!embed_times.is_empty()).then(|| percentile(&embed_times, 0.5)),
+        reader_lag_p50_ms: percentile(&lags, 0.5),
+        reader_lag_max_ms: lags.last().copied().unwrap_or(0.0),
         checkout,
         cold,
         concurrent,

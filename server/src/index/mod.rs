@@ -11,8 +11,11 @@
 //! truncated or old-version cache is rebuilt, never served.
 //! Never: search ranking, protocol types, printing (notes go to `notes()`).
 
+mod follow;
 pub mod segment;
 pub mod store;
+
+pub use follow::CatchUp;
 
 use crate::chunk::{chunk_file, Chunk, Language};
 use crate::confine::{self, Refusal};
@@ -256,7 +259,9 @@ pub struct Index {
     root: PathBuf,
     cache_dir: PathBuf,
     config: IndexConfig,
-    lock: Option<File>,
+    /// The writer lock while this process holds it (`follow` may take it
+    /// later, when the writer exits).
+    lock: Mutex<Option<File>>,
     writer: Mutex<WriterState>,
     current: ArcSwap<Snapshot>,
     vectors: ArcSwapOption<VectorIndex>,
@@ -321,7 +326,7 @@ impl Index {
         let lock = store::try_lock(&cache_dir).map_err(io_err(&cache_dir))?;
         let mut notes = Vec::new();
         let root_str = root.to_string_lossy().into_owned();
-        let state = match load(&cache_dir, &root_str, lock.is_some()) {
+        let state = match load(&cache_dir, &root_str, lock.is_some(), &[]) {
             Ok(Some(state)) => Some(state),
             Ok(None) => None,
             Err(reason) => {
@@ -348,7 +353,7 @@ impl Index {
             root,
             cache_dir,
             config,
-            lock,
+            lock: Mutex::new(lock),
             writer: Mutex::new(state),
             current: ArcSwap::from_pointee(snapshot),
             vectors: ArcSwapOption::empty(),
@@ -393,7 +398,10 @@ impl Index {
 
     /// True when this process holds the writer lock.
     pub fn is_writer(&self) -> bool {
-        self.lock.is_some()
+        self.lock
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// The current snapshot. Never blocks.
@@ -427,6 +435,8 @@ impl Index {
     /// Walks the workspace and brings the index up to date with the disk.
     pub fn refresh(&self, progress: &(dyn Fn(Progress) + Sync)) -> Result<UpdateStats, IndexError> {
         let started = Instant::now();
+        // A reader serves the newest commit, or writes if the writer left.
+        self.catch_up()?;
         let mut stats = UpdateStats::default();
         let exclude = self
             .cache_dir
@@ -524,6 +534,7 @@ impl Index {
     pub fn update_paths(&self, paths: &[PathBuf]) -> Result<UpdateStats, IndexError> {
         let started = Instant::now();
         let mut stats = UpdateStats::default();
+        self.catch_up()?;
         if !self.is_writer() {
             return Ok(stats);
         }
@@ -1383,7 +1394,12 @@ fn empty_state(root: &str) -> WriterState {
 }
 
 /// Loads the committed state. `Ok(None)`: there is no cache yet.
-fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterState>, String> {
+fn load(
+    cache_dir: &Path,
+    root: &str,
+    is_writer: bool,
+    reuse: &[Arc<Segment>],
+) -> Result<Option<WriterState>, String> {
     // A reader may race a writer that merges and deletes segment files
     // right after committing a new manifest: retry with the new manifest.
     let attempts = if is_writer { 1 } else { 5 };
@@ -1392,7 +1408,7 @@ fn load(cache_dir: &Path, root: &str, is_writer: bool) -> Result<Option<WriterSt
         if attempt > 0 {
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        match load_once(cache_dir, root) {
+        match load_once(cache_dir, root, reuse) {
             Ok(state) => return Ok(state),
             Err(err) => last_error = err,
         }
@@ -1408,7 +1424,12 @@ fn read_segment(path: &Path) -> std::io::Result<bytes::Bytes> {
     crate::cachefile::read(path).map(bytes::Bytes::from)
 }
 
-fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String> {
+/// `reuse`: segments already loaded (by id), not read again.
+fn load_once(
+    cache_dir: &Path,
+    root: &str,
+    reuse: &[Arc<Segment>],
+) -> Result<Option<WriterState>, String> {
     let manifest_path = cache_dir.join(store::MANIFEST_FILE);
     let bytes = match crate::cachefile::read(&manifest_path) {
         Ok(bytes) => bytes,
@@ -1422,12 +1443,15 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
     }
     let mut state = empty_state(root);
     // Segments decode and are checked independently: one per core.
-    let decoded: Vec<Result<Segment, String>> = {
+    let decoded: Vec<Result<Arc<Segment>, String>> = {
         use rayon::prelude::*;
         manifest
             .segment_ids
             .par_iter()
             .map(|id| {
+                if let Some(kept) = reuse.iter().find(|s| s.id == *id) {
+                    return Ok(kept.clone());
+                }
                 let path = cache_dir.join(Segment::file_name(*id));
                 let bytes =
                     read_segment(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
@@ -1442,14 +1466,14 @@ fn load_once(cache_dir: &Path, root: &str) -> Result<Option<WriterState>, String
                 {
                     return Err(format!("{}: chunk ids beyond the manifest", path.display()));
                 }
-                Ok(segment)
+                Ok(Arc::new(segment))
             })
             .collect()
     };
     for segment in decoded {
         let segment = segment?;
         state.n_stored += segment.chunks.len() as u64;
-        state.segments.push(Arc::new(segment));
+        state.segments.push(segment);
     }
     // Every stored chunk starts dead; the winning rows revive theirs.
     for segment in &state.segments {

@@ -117,6 +117,58 @@ pub(super) async fn update_loop(state: Arc<State>) {
     }
 }
 
+/// How often a server that reads another process's index looks for its
+/// commits (one small file read when nothing changed).
+const FOLLOW_INTERVAL: Duration = Duration::from_millis(300);
+
+/// The follow loop: while another process writes a folder's index, this
+/// server serves that process's newest commit (`Index::catch_up`) and, when
+/// the writer exits or dies, takes the writing over and walks the folder,
+/// which indexes what was saved here meanwhile.
+pub(super) async fn follow_loop(state: Arc<State>) {
+    loop {
+        tokio::time::sleep(FOLLOW_INTERVAL).await;
+        if state.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        for folder in state.folders() {
+            let Some(index) = folder.index() else {
+                continue;
+            };
+            if index.is_writer() {
+                continue;
+            }
+            let caught = in_background(move || index.catch_up()).await.ok();
+            match caught {
+                Some(Ok(crate::index::CatchUp::BecameWriter)) => {
+                    state
+                        .log(
+                            MessageType::INFO,
+                            format!(
+                                "{}: the process that wrote this index is gone; this server writes it now",
+                                folder.root.display()
+                            ),
+                        )
+                        .await;
+                    let root = folder.root.clone();
+                    state.queue(|p| {
+                        p.walks.insert(root);
+                        p.urgent = true;
+                    });
+                }
+                Some(Ok(crate::index::CatchUp::Reloaded)) => {
+                    request_embedding(&state, &folder, Vec::new());
+                }
+                Some(Ok(crate::index::CatchUp::Unchanged)) | None => {}
+                Some(Err(e)) => {
+                    let context = format!("following the index of {}", folder.root.display());
+                    report_error(&state, &folder, &context, e.to_string()).await;
+                }
+            }
+        }
+    }
+}
+
 /// A background step failed: the folder's status (`quarry/status`) keeps
 /// `error`, and the client's log gets it after `context`.
 async fn report_error(state: &State, folder: &Folder, context: &str, error: String) {

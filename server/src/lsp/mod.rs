@@ -45,7 +45,7 @@ use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 pub(crate) use lanes::EMBED_ROUND;
-use lanes::{embed_loop, save_vectors, update_loop, Progress};
+use lanes::{embed_loop, follow_loop, save_vectors, update_loop, Progress};
 
 /// The command that rebuilds every folder's index.
 pub const REINDEX_COMMAND: &str = "quarry.reindex";
@@ -570,6 +570,11 @@ impl Backend {
                             "vectorsFromCache": folder.vectors_from_cache.load(Ordering::Relaxed),
                             "embedding": folder.embedding_active.load(Ordering::SeqCst),
                             "lastError": error,
+                            // Whether this server writes the index or
+                            // serves another process's commits, and how
+                            // old the newest commit it serves is.
+                            "role": if index.is_writer() { "writer" } else { "reader" },
+                            "indexAgeSecs": index.committed_age_secs(),
                         })
                     }
                     None => json!({"root": folder.root, "ready": false, "lastError": error}),
@@ -984,6 +989,7 @@ impl LanguageServer for Backend {
         }
         tokio::spawn(update_loop(self.state.clone()));
         tokio::spawn(embed_loop(self.state.clone()));
+        tokio::spawn(follow_loop(self.state.clone()));
 
         Ok(InitializeResult {
             server_info: Some(ServerInfo {

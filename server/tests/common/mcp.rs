@@ -15,12 +15,29 @@ pub struct Mcp {
 
 impl Mcp {
     pub fn start(ws: &Workspace) -> Mcp {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+        command
             .args(["mcp", "--lexical", "--root"])
             .arg(ws.root())
             .arg("--cache-dir")
             .arg(ws.cache())
-            .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+            .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"));
+        Mcp::spawn(command)
+    }
+
+    /// A server on the cache the language servers of `common::lsp` use
+    /// (the default cache dir under the same `XDG_CACHE_HOME`).
+    pub fn start_shared(ws: &Workspace) -> Mcp {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+        command
+            .args(["mcp", "--lexical", "--root"])
+            .arg(ws.root())
+            .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"));
+        Mcp::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Mcp {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -582,12 +582,13 @@ function M.status_lines()
       table.insert(
         lines,
         string.format(
-          "%s: %s files, %s chunks, %s embedded, cache %s%s",
+          "%s: %s files, %s chunks, %s embedded, cache %s%s%s",
           folder.root,
           tostring(value(folder.files) or 0),
           tostring(value(folder.chunks) or 0),
           tostring(value(folder.embedded) or 0),
           tostring(value(folder.cacheDir) or "?"),
+          value(folder.role) == "reader" and ", reading the index another Quarry process writes" or "",
           error and (", error: " .. error) or ""
         )
       )

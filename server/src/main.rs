@@ -635,13 +635,13 @@ fn run(cli: Cli) -> Result<()> {
             };
             if let Some(batch) = batch {
                 for query in &batch {
-                    let mut text = index.disk_text();
+                    let mut text = DiskText::of(&index);
                     let results = search(query, &mut text);
                     writeln!(out, "{}", serde_json::to_string(&results)?)?;
                 }
                 return Ok(());
             }
-            let mut text = index.disk_text();
+            let mut text = DiskText::of(&index);
             let results = search(&query, &mut text);
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{golden, Workspace};
-use quarry::search::{find_symbols, search, SearchOptions};
+use quarry::search::{find_symbols, search, DiskText, SearchOptions};
 
 #[test]
 fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
@@ -25,7 +25,7 @@ fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
         .collect();
     assert!(languages.len() >= 10, "golden covers {languages:?}");
 
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let options = SearchOptions::default();
     let mut failures = Vec::new();
     for g in &entries {
@@ -110,7 +110,7 @@ fn quoted_error_string_is_a_verified_phrase_match() {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index fixture");
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let hits = search(
         &snapshot,
         "\"graph_store mutex poisoned\"",
@@ -135,7 +135,7 @@ fn an_unmatched_or_unbalanced_phrase_never_empties_the_result() {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index fixture");
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let options = SearchOptions::default();
     // A quoted message found nowhere: its words still count.
     let hits = search(

@@ -272,9 +272,9 @@ struct Baseline {
 }
 
 fn answers(index: &quarry::index::Index) -> String {
-    use quarry::search::{find_symbols, search, SearchOptions};
+    use quarry::search::{find_symbols, search, DiskText, SearchOptions};
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(index);
     let mut out = String::new();
     for query in [
         "EventBus publish",

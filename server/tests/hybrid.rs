@@ -11,7 +11,7 @@ mod common;
 use common::Workspace;
 use quarry::dense::{DenseConfig, DenseEngine};
 use quarry::index::{EmbedStats, Index};
-use quarry::search::{search_blended, search_with, SearchOptions, SearchResults};
+use quarry::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};
 use std::path::Path;
 
 /// The real model, or `None` (with a note) when it is not installed and
@@ -36,7 +36,7 @@ fn engine(vector_cache: &Path) -> Option<DenseEngine> {
 
 fn run(index: &Index, engine: &DenseEngine, query: &str) -> SearchResults {
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(index);
     let options = SearchOptions {
         limit: 5,
         ..SearchOptions::default()
@@ -232,7 +232,7 @@ fn a_partial_dense_list_counts_in_proportion_to_its_coverage() {
             ..SearchOptions::default()
         };
         options.fuse.partial_power = power;
-        let mut text = index.disk_text();
+        let mut text = DiskText::of(&index);
         let results = search_with(
             &snapshot,
             "probabilistic set membership",
@@ -293,7 +293,7 @@ fn the_static_tier_stands_in_where_the_transformer_has_no_vector() {
             ..SearchOptions::default()
         };
         options.fuse.fill_discount = fill_discount;
-        let mut text = index.disk_text();
+        let mut text = DiskText::of(&index);
         search_blended(
             &snapshot,
             "probabilistic set membership",
@@ -484,7 +484,7 @@ fn the_result_contract_holds_on_a_real_crate() {
     let index = indexed(&ws, &engine);
     let snapshot = index.snapshot();
     let at = |query: &str, limit: usize, per_file_cap: usize| {
-        let mut text = index.disk_text();
+        let mut text = DiskText::of(&index);
         let options = SearchOptions {
             limit,
             per_file_cap,

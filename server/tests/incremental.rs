@@ -7,11 +7,11 @@ mod common;
 
 use common::Workspace;
 use quarry::index::Index;
-use quarry::search::{find_symbols, search, SearchOptions};
+use quarry::search::{find_symbols, search, DiskText, SearchOptions};
 
 fn top_symbol(index: &Index, query: &str) -> Option<String> {
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(index);
     search(&snapshot, query, &SearchOptions::default(), &mut text)
         .hits
         .first()
@@ -218,7 +218,7 @@ fn snapshot_is_unchanged_by_later_updates() {
         .any(|(_, c)| &*c.name == "alpha_one"));
     // ...but a hit is always resolved against the file as it is now: a
     // symbol gone from it is never shown with its old range.
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let old = search(&before, "alpha_one", &SearchOptions::default(), &mut text);
     assert!(
         old.hits.iter().all(|h| h.symbol != "alpha_one"),

@@ -36,7 +36,7 @@ fn run(
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     search(&snapshot, query, options, &mut text)
         .hits
         .into_iter()
@@ -359,7 +359,7 @@ fn lexical_coverage_measures_how_much_of_the_query_the_best_hit_holds() {
     let index = ws.open();
     index.refresh(&|_| {}).expect("index");
     let snapshot = index.snapshot();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let coverage = |query: &str, text: &mut DiskText| {
         search(&snapshot, query, &SearchOptions::default(), text).lexical_coverage
     };

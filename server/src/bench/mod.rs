@@ -12,7 +12,7 @@ pub mod quality;
 
 use crate::dense::embed::Precision;
 use crate::index::{Index, IndexConfig};
-use crate::search::{find_symbols, search, SearchOptions};
+use crate::search::{find_symbols, search, DiskText, SearchOptions};
 use serde::Serialize;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -404,7 +404,7 @@ pub fn run(corpus: &Path, rounds: usize, options: &SearchOptions) -> std::io::Re
     let snapshot = index.snapshot();
     let mut lexical = Vec::new();
     let mut symbol = Vec::new();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     // The first round meets a cold index (its postings not yet in the CPU
     // caches or faulted in since the build): timed apart, as what the
     // first queries after a start see; the percentiles are the steady
@@ -769,7 +769,7 @@ pub fn run_dense(
     // Hybrid query latency: first time (embeds the query) and repeated.
     let fresh = engine_with(cores.saturating_sub(1).max(1), 128);
     let options = SearchOptions::default();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let (mut uncached, mut cached, mut lexical) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds.max(2) {
         for query in LEXICAL_QUERIES {

@@ -21,7 +21,7 @@ use crate::dense::{DenseConfig, DenseEngine, DenseTier};
 use crate::index::{Index, IndexConfig};
 use crate::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
 use crate::rank::FuseConfig;
-use crate::search::{search_with, Branches, SearchOptions};
+use crate::search::{search_with, Branches, DiskText, SearchOptions};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -837,7 +837,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
 
     let mut reports = Vec::new();
     let mut misses = Vec::new();
-    let mut text = index.disk_text();
+    let mut text = DiskText::of(&index);
     let configs = configs();
     let last = configs.len() - 1;
     for (n, mut config) in configs.into_iter().enumerate() {

@@ -370,13 +370,6 @@ impl Index {
         &self.root
     }
 
-    /// The current text of the workspace's files for a search, read
-    /// confined and within the size limit (a file that grew past it since
-    /// it was indexed is not read: its hits are dropped, never stalled on).
-    pub fn disk_text(&self) -> crate::search::DiskText {
-        crate::search::DiskText::new(&self.root, self.config.max_file_size)
-    }
-
     /// The most bytes of one file that are read (`--max-file-size`).
     pub fn max_file_size(&self) -> u64 {
         self.config.max_file_size

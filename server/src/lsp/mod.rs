@@ -828,7 +828,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         let mut text = LiveText {
             root: &folder.root,
             overlay: &state.overlay,
-            disk: index.disk_text(),
+            disk: DiskText::of(&index),
         };
         let (folder_engine, fill) = state.search_engines(&snapshot);
         let results = search_blended(

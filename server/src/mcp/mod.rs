@@ -15,7 +15,8 @@ use crate::dense::DenseEngine;
 use crate::filter::Filter;
 use crate::index::Index;
 use crate::search::{
-    find_symbols, is_preamble, search_with, snippet, Branches, Hit, SearchOptions, TextSource,
+    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
+    TextSource,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -255,7 +256,7 @@ impl QuarryMcp {
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();
-        let mut text = self.index.disk_text();
+        let mut text = DiskText::of(&self.index);
         let mut results = search_with(
             &snapshot,
             &args.query,
@@ -377,7 +378,7 @@ impl QuarryMcp {
             ..SearchOptions::default()
         };
         let snapshot = self.index.snapshot();
-        let mut text = self.index.disk_text();
+        let mut text = DiskText::of(&self.index);
         let results = search_with(&snapshot, &name, &options, &mut text, None);
         // Grouped by file; a chunk counts when its current text holds the
         // identifier as a whole word and it is not the definition.

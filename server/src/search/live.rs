@@ -41,6 +41,13 @@ impl DiskText {
 }
 
 impl DiskText {
+    /// The current text of `index`'s files for a search: read confined
+    /// and within the index's size limit (a file that grew past it since
+    /// it was indexed is not read: its hits are dropped, never stalled on).
+    pub fn of(index: &crate::index::Index) -> DiskText {
+        DiskText::new(index.root(), index.max_file_size())
+    }
+
     /// Uses `text` as the current text of `path` (an editor's open buffer)
     /// instead of reading the file.
     pub fn set_text(&mut self, path: &str, text: String) {

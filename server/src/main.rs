@@ -442,18 +442,21 @@ fn refresh(index: &Index, show_progress: bool) -> Result<UpdateStats> {
     Ok(stats)
 }
 
-/// Beside another process that writes the index: refreshes (which
+/// Beside another process that writes the index, after a refresh that
+/// found `stats.files_behind` changed files: refreshes again (which
 /// follows that process's commits, or takes the writing over if it left)
 /// until no file differs from the committed index, or `patience` is spent.
-fn wait_for_writer(index: &Index, patience: std::time::Duration) -> Result<UpdateStats> {
+fn wait_for_writer(
+    index: &Index,
+    mut stats: UpdateStats,
+    patience: std::time::Duration,
+) -> Result<UpdateStats> {
     let started = std::time::Instant::now();
-    loop {
-        let stats = refresh(index, false)?;
-        if stats.files_behind == 0 || index.is_writer() || started.elapsed() >= patience {
-            return Ok(stats);
-        }
+    while stats.files_behind > 0 && !index.is_writer() && started.elapsed() < patience {
         std::thread::sleep(std::time::Duration::from_millis(100));
+        stats = refresh(index, false)?;
     }
+    Ok(stats)
 }
 
 /// `refresh` for a query: an update that cannot be written (a full disk, a
@@ -496,7 +499,7 @@ fn run(cli: Cli) -> Result<()> {
                     "quarry: another quarry process writes this index; waiting for it to index {} changed file(s)",
                     stats.files_behind
                 );
-                stats = wait_for_writer(&index, std::time::Duration::from_secs(30))?;
+                stats = wait_for_writer(&index, stats, std::time::Duration::from_secs(30))?;
                 if stats.files_behind > 0 {
                     eprintln!(
                         "quarry: the writing process has not indexed {} changed file(s) after 30 s",
@@ -595,7 +598,9 @@ fn run(cli: Cli) -> Result<()> {
             if stats.files_behind > 0 && !index.is_writer() {
                 // A running server's watcher indexes a change within its
                 // debounce: give it a moment rather than answer stale.
-                stats = wait_for_writer(&index, std::time::Duration::from_secs(2)).unwrap_or(stats);
+                let behind = stats.clone();
+                stats = wait_for_writer(&index, stats, std::time::Duration::from_secs(2))
+                    .unwrap_or(behind);
             }
             if stats.files_behind > 0 && !json {
                 eprintln!(

@@ -346,13 +346,14 @@ mod tests {
             assert_eq!(rules.admits(path), admitted, "{path}");
         }
         // The walk agrees on the files it can see.
-        for file in [
+        let files = [
             "src/a.rs",
             "src/gen/b.rs",
             "build/out.rs",
             "secret.rs",
             "docs/guide.md",
-        ] {
+        ];
+        for file in files {
             fs::write(root.join(file), "fn x() {}").expect("write");
         }
         let listed = names(&walk(
@@ -363,13 +364,7 @@ mod tests {
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
-        for file in [
-            "src/a.rs",
-            "src/gen/b.rs",
-            "build/out.rs",
-            "secret.rs",
-            "docs/guide.md",
-        ] {
+        for file in files {
             assert_eq!(
                 listed.contains(&file.to_string()),
                 rules.admits(file),

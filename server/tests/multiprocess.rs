@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::lsp::{start_with, uri};
+use common::lsp::{start_walked, start_with, uri};
 use common::mcp::Mcp;
 use common::Workspace;
 use quarry::bench::lsp_client::Client;
@@ -50,10 +50,7 @@ fn save(client: &mut Client, ws: &Workspace, rel: &str, text: &str) {
 #[test]
 fn a_reader_serves_the_writers_commits_and_writes_when_the_writer_dies() {
     let ws = Workspace::fixture();
-    let mut first = start_with(&ws, None);
-    first.poll("quarry/status", Value::Null, |s| {
-        !s["folders"][0]["lastWalk"].is_null()
-    });
+    let mut first = start_walked(&ws);
     let mut second = start_with(&ws, None);
     second.poll("quarry/status", Value::Null, |s| {
         s["folders"][0]["ready"] == true
@@ -137,10 +134,7 @@ fn cli(ws: &Workspace, args: &[&str]) -> (String, String) {
 #[test]
 fn the_cli_beside_a_running_server_sees_a_new_file_at_once() {
     let ws = Workspace::fixture();
-    let mut server = start_with(&ws, None);
-    server.poll("quarry/status", Value::Null, |s| {
-        !s["folders"][0]["lastWalk"].is_null()
-    });
+    let mut server = start_walked(&ws);
     ws.write(
         "src/written_on_disk.py",
         "def written_beside_the_server():\n    return 1\n",

@@ -78,6 +78,9 @@ pub struct VectorIndex {
     /// usearch serves at most as many concurrent adds and searches as it
     /// has thread contexts and fails the rest; callers queue here instead.
     contexts: Slots,
+    /// The sidecar this index was opened with (`None`: built in memory):
+    /// a reader following the writer reopens the file only when it changed.
+    sidecar: Option<Vec<u8>>,
 }
 
 /// Thread contexts reserved in usearch, and handed out one per operation.
@@ -178,6 +181,7 @@ impl VectorIndex {
             model_id: model_id.to_string(),
             dim,
             contexts: Slots::new(contexts),
+            sidecar: None,
         })
     }
 
@@ -319,6 +323,16 @@ impl VectorIndex {
             .collect())
     }
 
+    /// Whether the file saved in `dir` is the one this index was opened
+    /// from (its sidecar, which holds the file's hash, is unchanged): one
+    /// small read instead of reading and hashing the vectors again.
+    pub fn is_saved_in(&self, dir: &Path) -> bool {
+        let (_, meta_file) = file_names(&self.model_id);
+        self.sidecar.as_deref().is_some_and(|known| {
+            crate::cachefile::read(&dir.join(meta_file)).is_ok_and(|now| now == known)
+        })
+    }
+
     /// Writes the index and its sidecar atomically into `dir`. `id_bound`
     /// is above every chunk id the index holds (the manifest's next chunk
     /// id): `open` refuses the file for a manifest that has not reached it,
@@ -430,6 +444,7 @@ impl VectorIndex {
             model_id: model_id.to_string(),
             dim,
             contexts: Slots::new(contexts),
+            sidecar: Some(meta),
         }))
     }
 }
@@ -443,6 +458,28 @@ mod tests {
         values.iter().map(|v| v / norm).collect()
     }
 
+    /// An 8-dimensional index of `n` spread unit vectors (dimension `d` of
+    /// vector `i` is `(i * a + d * b) % m`), with the vectors.
+    fn filled(n: u32, a: u32, b: u32, m: u32) -> (VectorIndex, Vec<Vec<f32>>) {
+        let index = VectorIndex::new("m", 8).expect("new");
+        let vectors: Vec<Vec<f32>> = (0..n)
+            .map(|i| {
+                unit(
+                    &(0..8)
+                        .map(|d| ((i * a + d * b) % m) as f32 + 0.5)
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect();
+        let entries: Vec<(u32, &[f32])> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, v.as_slice()))
+            .collect();
+        index.add(&entries).expect("add");
+        (index, vectors)
+    }
+
     #[cfg(unix)]
     /// Issue 43, item 10: a saved graph with 16 words set to 0x7fffffff,
     /// or 4 KB of 0xff, crashed usearch on load (SIGSEGV, "Linking to
@@ -452,22 +489,7 @@ mod tests {
     #[test]
     fn a_corrupted_vector_file_is_refused_before_usearch_reads_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let index = VectorIndex::new("m", 8).expect("new");
-        let vectors: Vec<Vec<f32>> = (0..300)
-            .map(|i| {
-                unit(
-                    &(0..8)
-                        .map(|d| ((i * 7 + d * 3) % 11) as f32 + 0.5)
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .collect();
-        let batch: Vec<(u32, &[f32])> = vectors
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u32, v.as_slice()))
-            .collect();
-        index.add(&batch).expect("add");
+        let (index, _) = filled(300, 7, 3, 11);
         index.save(dir.path(), 1000).expect("save");
         let path = dir.path().join(VECTORS_FILE);
         let good = std::fs::read(&path).expect("read");
@@ -562,22 +584,7 @@ mod tests {
 
     #[test]
     fn many_concurrent_searches_all_get_the_same_answer() {
-        let index = VectorIndex::new("m", 8).expect("new");
-        let vectors: Vec<Vec<f32>> = (0..500u32)
-            .map(|i| {
-                unit(
-                    &(0..8)
-                        .map(|d| ((i * 7 + d * 13) % 17) as f32 + 0.5)
-                        .collect::<Vec<_>>(),
-                )
-            })
-            .collect();
-        let entries: Vec<(u32, &[f32])> = vectors
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (i as u32, v.as_slice()))
-            .collect();
-        index.add(&entries).expect("add");
+        let (index, vectors) = filled(500, 7, 13, 17);
         let query = vectors[42].clone();
         let alone = index.search(&query, 10, &|id| id % 3 != 0).unwrap();
         assert_eq!(alone.len(), 10);
@@ -613,13 +620,7 @@ mod tests {
             ),
         ) {
             let dir = tempfile::tempdir().expect("tempdir");
-            let index = VectorIndex::new("m", 8).expect("new");
-            let vectors: Vec<Vec<f32>> = (0..64u32)
-                .map(|i| unit(&(0..8u32).map(|d| ((i * 5 + d * 3) % 7) as f32 + 0.5).collect::<Vec<_>>()))
-                .collect();
-            let batch: Vec<(u32, &[f32])> =
-                vectors.iter().enumerate().map(|(i, v)| (i as u32, v.as_slice())).collect();
-            index.add(&batch).expect("add");
+            let (index, _) = filled(64, 5, 3, 7);
             index.save(dir.path(), 100).expect("save");
             let path = dir.path().join(VECTORS_FILE);
             let good = std::fs::read(&path).expect("read");

@@ -5,7 +5,8 @@
 //! `Index::catch_up` compares the committed manifest (a small file, read
 //! whole) with the one this process loaded; a newer one is loaded, reusing
 //! every segment already in memory (only new segments are read), the
-//! saved vectors are reopened, and a new snapshot is published. When the
+//! saved vectors are reopened if the writer saved new ones (their sidecar
+//! changed), and a new snapshot is published. When the
 //! lock is free, this process takes it, loads the newest commit as the
 //! writer and says so (`CatchUp::BecameWriter`): the caller then walks
 //! the workspace, which indexes whatever changed while it was a reader
@@ -89,6 +90,10 @@ impl Index {
             let Some(current) = slot.load_full() else {
                 continue;
             };
+            if !writable && current.is_saved_in(&self.cache_dir) {
+                // The writer committed segments but not new vectors.
+                continue;
+            }
             if let Ok(Some(saved)) = VectorIndex::open(
                 &self.cache_dir,
                 current.model_id(),

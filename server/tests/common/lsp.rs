@@ -17,6 +17,15 @@ pub fn start_with(ws: &Workspace, model: Option<&Path>) -> Client {
     start_with_options(ws, model, json!({"debounceMs": 30, "unknownKey": 1}))
 }
 
+/// Starts a lexical server and waits for its first walk to end.
+pub fn start_walked(ws: &Workspace) -> Client {
+    let mut client = start_with(ws, None);
+    client.poll("quarry/status", Value::Null, |s| {
+        !s["folders"][0]["lastWalk"].is_null()
+    });
+    client
+}
+
 /// Starts a server on the workspace with these `initializationOptions`.
 pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) -> Client {
     if let Some(model) = model {

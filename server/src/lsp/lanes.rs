@@ -371,8 +371,8 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
     // Every core: the compute pool's threads run niced (`priority`), so
     // requests and index updates still go first. With one core left free
     // (the engine's default) a cold regex-automata (4,230 chunks) took
-    // 43.2 s to embed over LSP on two cores; with both, README
-    // "Semantic from the first seconds".
+    // 43.2 s to embed over LSP on two cores; with both, docs/performance.md
+    // ("Semantic from the first seconds").
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let loaded = tokio::task::spawn_blocking(move || {
         Arc::new(DenseEngine::load(DenseConfig {

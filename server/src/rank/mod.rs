@@ -77,8 +77,8 @@ pub struct FuseConfig {
     /// as much as the transformer's; infinity, the default, = no stand-in).
     /// On the development set at 500 / 1,400 / 2,800 transformer vectors
     /// per repository a stand-in at 2 scored 0.867 / 0.862 / 0.877 NDCG@10
-    /// against 0.855 / 0.877 / 0.887 without one (README, "Semantic from
-    /// the first seconds"), so only the language server's `staticTier`
+    /// against 0.855 / 0.877 / 0.887 without one (docs/quality.md, "Quality while
+    /// vectors fill in"), so only the language server's `staticTier`
     /// setting turns it on.
     pub fill_discount: f32,
     /// While only a share `c` of the chunks has vectors, the dense weight

@@ -1,7 +1,7 @@
 //! Code-aware ranking signals: score multipliers applied to fused results
 //! before exact-match priority and the per-file cap. Each is switchable and
 //! kept on by default only where the quality benchmark showed it helps (see
-//! README, "Search quality").
+//! docs/quality.md).
 //!
 //! - definition over mention: a chunk that *defines* what the query names
 //!   (its name is the query, or a query word written like code, or all of
@@ -114,7 +114,7 @@ impl Signals {
 impl Default for Signals {
     /// The signals the development set (bench/dev: semble's benchmark
     /// repositories and SWE-bench Lite issues) and the committed quality
-    /// benchmark kept, at their chosen strengths (README, "Search quality").
+    /// benchmark kept, at their chosen strengths (docs/quality.md).
     fn default() -> Self {
         Signals {
             definition: 1.5,

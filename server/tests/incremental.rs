@@ -18,6 +18,12 @@ fn top_symbol(index: &Index, query: &str) -> Option<String> {
         .map(|h| h.symbol.clone())
 }
 
+fn has_symbol(snapshot: &quarry::index::Snapshot, name: &str) -> bool {
+    find_symbols(snapshot, name, None, 10)
+        .iter()
+        .any(|h| h.name == name)
+}
+
 fn small_workspace() -> Workspace {
     let ws = Workspace::empty();
     ws.write(
@@ -356,6 +362,58 @@ fn second_process_reads_last_committed_state() {
     assert_eq!(
         top_symbol(&later, "alpha_new").as_deref(),
         Some("alpha_new")
+    );
+}
+
+/// A reader answers for what it holds itself: an editor's unsaved text,
+/// a file it saw change, a file it saw deleted. Once the writer commits
+/// the same content, the committed rows answer again.
+#[test]
+fn a_reader_overlays_its_own_buffers_and_saves_until_the_writer_commits() {
+    let ws = small_workspace();
+    let writer = ws.open();
+    writer.refresh(&|_| {}).expect("cold");
+    let reader = ws.open();
+    assert!(!reader.is_writer());
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+
+    // An unsaved buffer: searchable in the reader, its old text gone.
+    let buffer = (
+        root.join("src/alpha.rs"),
+        "pub fn alpha_typed() {}\n".to_string(),
+    );
+    reader.update_buffers(&[buffer]).expect("buffers");
+    assert!(has_symbol(&reader.snapshot(), "alpha_typed"));
+    assert!(!has_symbol(&reader.snapshot(), "alpha_one"));
+    assert!(!has_symbol(&writer.snapshot(), "alpha_typed"));
+    // The buffer closes without a save: the committed text is back.
+    reader.update_buffers(&[]).expect("no buffers");
+    assert!(has_symbol(&reader.snapshot(), "alpha_one"));
+
+    // A save and a deletion seen by the reader before the writer commits.
+    ws.write("src/beta.py", "def beta_saved():\n    return 2\n");
+    std::fs::remove_file(root.join("lib/gamma.go")).expect("remove");
+    let paths = [root.join("src/beta.py"), root.join("lib/gamma.go")];
+    reader.update_paths(&paths).expect("reader update");
+    assert_eq!(
+        top_symbol(&reader, "beta_saved").as_deref(),
+        Some("beta_saved")
+    );
+    assert!(!has_symbol(&reader.snapshot(), "beta_two"));
+    assert!(!has_symbol(&reader.snapshot(), "GammaThree"));
+
+    // The writer commits both; the reader follows and serves its rows.
+    writer.update_paths(&paths).expect("writer update");
+    assert_eq!(
+        reader.catch_up().expect("follow"),
+        quarry::index::CatchUp::Reloaded
+    );
+    let snapshot = reader.snapshot();
+    assert!(has_symbol(&snapshot, "beta_saved"));
+    assert!(!has_symbol(&snapshot, "GammaThree"));
+    assert!(
+        snapshot.segments.iter().all(|s| s.id != u64::MAX),
+        "the private segment is gone once the writer caught up"
     );
 }
 

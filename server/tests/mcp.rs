@@ -9,7 +9,7 @@ use common::Workspace;
 use serde_json::{json, Value};
 
 #[test]
-fn serves_the_four_tools_over_stdio() {
+fn serves_the_five_tools_over_stdio() {
     let ws = Workspace::fixture();
     let mut mcp = Mcp::start(&ws);
 
@@ -25,6 +25,7 @@ fn serves_the_four_tools_over_stdio() {
         "find_symbol",
         "find_usages",
         "get_code_context",
+        "index_status",
     ] {
         assert!(names.contains(&expected), "{names:?}");
     }
@@ -56,6 +57,15 @@ fn serves_the_four_tools_over_stdio() {
         "{text}"
     );
     assert_eq!(data["hits"][0]["symbol"], "GraphStore::insert");
+    // Alone on the workspace, it writes the index; answered without
+    // waiting for an update, it says whether one runs.
+    let (error, text, status) = mcp.call("index_status", json!({}));
+    assert!(
+        !error && text.contains("This server writes the index"),
+        "{text}"
+    );
+    assert_eq!(status["role"], "writer", "{status}");
+    assert!(status["files"].as_u64().unwrap_or(0) > 0, "{status}");
     // The snippet shows the signature, numbered, not just a doc comment.
     let snippet = data["hits"][0]["snippet"].as_str().unwrap();
     assert!(snippet.starts_with("55:     pub fn insert("), "{snippet}");

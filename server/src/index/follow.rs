@@ -57,6 +57,12 @@ impl Index {
                 }
             };
             *self.lock.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
+            // The walk that follows indexes its saves, and the editor's
+            // dirty buffers are indexed again as the writer's.
+            self.private
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
             store::collect_garbage(&self.cache_dir, &state.manifest, Segment::file_name);
             self.reopen_vectors(state.manifest.next_chunk_id, true);
             self.publish(&mut state);

@@ -12,6 +12,7 @@
 //! Never: search ranking, protocol types, printing (notes go to `notes()`).
 
 mod follow;
+mod private;
 pub mod segment;
 pub mod store;
 
@@ -276,6 +277,8 @@ pub struct Index {
     /// The editors' texts indexed by `update_buffers`, by path: the chunks
     /// of a buffer row are embedded from here (the file on disk differs).
     buffer_texts: Mutex<FxHashMap<String, Arc<str>>>,
+    /// A reader's own buffers and saves (`private`).
+    private: Mutex<private::Private>,
 }
 
 /// What one `embed_pending` call did.
@@ -363,6 +366,7 @@ impl Index {
             stopped: std::sync::atomic::AtomicBool::new(false),
             vectors_dirty: std::sync::atomic::AtomicBool::new(false),
             buffer_texts: Mutex::new(FxHashMap::default()),
+            private: Mutex::new(private::Private::default()),
         })
     }
 
@@ -529,6 +533,10 @@ impl Index {
         let mut stats = UpdateStats::default();
         self.catch_up()?;
         if !self.is_writer() {
+            // The writer indexes them too; until it commits, this process
+            // answers for them from its private segment.
+            self.note_private_paths(paths, &mut stats);
+            stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
             return Ok(stats);
         }
         let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -596,16 +604,13 @@ impl Index {
     /// Its row records modification time 0 (`BUFFER_MTIME`), which no file
     /// on disk has, so the next `update_paths` or `refresh` of that path
     /// reads the disk again (and keeps the chunks if the text is the same).
-    /// Paths outside the root or of no known language are ignored.
+    /// Paths outside the root or of no known language are ignored. A
+    /// reader keeps them in its private segment instead (`private`): pass
+    /// every dirty buffer each time, an empty list included.
     pub fn update_buffers(&self, buffers: &[(PathBuf, String)]) -> Result<UpdateStats, IndexError> {
         let started = Instant::now();
         let mut stats = UpdateStats::default();
-        if !self.is_writer() {
-            return Ok(stats);
-        }
-        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let mut changed = Vec::new();
-        let mut texts = Buffers::default();
+        let mut admitted = Vec::new();
         let mut admission = self.admission();
         for (path, text) in buffers {
             let Some((abs_path, rel_path)) = self.locate(path) else {
@@ -626,6 +631,21 @@ impl Index {
                 continue;
             };
             stats.files_scanned += 1;
+            admitted.push((abs_path, rel_path, language, text));
+        }
+        if !self.is_writer() {
+            let own = admitted
+                .into_iter()
+                .map(|(_, rel_path, _, text)| (rel_path, text.clone()))
+                .collect();
+            self.set_private_buffers(own);
+            stats.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+            return Ok(stats);
+        }
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut changed = Vec::new();
+        let mut texts = Buffers::default();
+        for (abs_path, rel_path, language, text) in admitted {
             changed.push(WalkEntry {
                 rel_path: rel_path.clone(),
                 abs_path,
@@ -747,6 +767,9 @@ impl Index {
             self.vectors.load_full(),
         );
         snapshot.static_vectors = self.static_vectors.load_full();
+        if !self.is_writer() {
+            self.overlay_private(state, &mut snapshot);
+        }
         self.current.store(Arc::new(snapshot));
     }
 

@@ -323,15 +323,17 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     request_embedding(state, folder, priority);
 }
 
-/// Indexes the unsaved text of every dirty open buffer under the folder;
-/// returns their paths relative to the root.
+/// Indexes the unsaved text of every dirty open buffer under the folder
+/// (a reader keeps them in its private segment); returns their paths
+/// relative to the root.
 async fn reapply_buffers(
     state: &Arc<State>,
     folder: &Arc<Folder>,
     index: &Arc<Index>,
 ) -> Vec<String> {
     let dirty = state.overlay.dirty_under(&folder.root);
-    if dirty.is_empty() {
+    // A reader is sent the empty set too: its private buffer entries go.
+    if dirty.is_empty() && index.is_writer() {
         return Vec::new();
     }
     let paths = dirty

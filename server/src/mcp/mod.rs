@@ -1,8 +1,8 @@
 //! `quarry mcp`: the Model Context Protocol server (rmcp, stdio) that gives
 //! coding agents the same index and cache as the editor.
 //!
-//! Owns: the four tools (`search_code`, `find_symbol`, `find_usages`,
-//! `get_code_context`), their JSON schemas and their token-frugal output
+//! Owns: the five tools (`search_code`, `find_symbol`, `find_usages`,
+//! `get_code_context`, `index_status`), their JSON schemas and their token-frugal output
 //! (Markdown text plus structured content). Before every call the index is
 //! brought up to date from the disk (a walk that only re-reads changed
 //! files), so an agent never reads stale results.
@@ -453,6 +453,71 @@ impl QuarryMcp {
 
     #[tool(
         annotations(read_only_hint = true, open_world_hint = false),
+        output_schema = schema(INDEX_STATUS_OUTPUT),
+        description = "How current the index is: whether this server writes the workspace's index or reads one another Quarry process (an editor's language server) writes, how many seconds ago it was last committed, files and definitions indexed, how many have vectors, and the model."
+    )]
+    async fn index_status(&self) -> Result<CallToolResult, McpError> {
+        let indexing = self.updating.try_lock().is_err();
+        let index = &self.index;
+        let snapshot = index.snapshot();
+        let (embedded, chunks) = snapshot.coverage_of(self.engine.tier());
+        let role = if index.is_writer() {
+            "writer"
+        } else {
+            "reader"
+        };
+        let age = index.committed_age_secs();
+        let value = json!({
+            "root": index.root(),
+            "role": role,
+            "index_age_secs": age,
+            "indexing": indexing,
+            "files": snapshot.summary.files_indexed,
+            "chunks": chunks,
+            "embedded": embedded,
+            "model": self.engine.model_id(),
+            "model_error": self.engine.unavailable_reason(),
+        });
+        let mut out = String::new();
+        let age = age.map_or("no commit yet".to_string(), |s| {
+            format!("committed {s:.0} s ago")
+        });
+        match role {
+            "writer" => {
+                let _ = writeln!(out, "This server writes the index ({age}).");
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "Another Quarry process writes the index; this server reads its commits ({age}) and its own refreshes wait for that process."
+                );
+            }
+        }
+        if indexing {
+            let _ = writeln!(out, "An update is running.");
+        }
+        let _ = writeln!(
+            out,
+            "{} files, {chunks} definitions, {embedded} with vectors.",
+            snapshot.summary.files_indexed
+        );
+        match (self.engine.model_id(), self.engine.unavailable_reason()) {
+            (Some(model), _) => {
+                let _ = writeln!(out, "Model: {model}.");
+            }
+            (None, reason) => {
+                let _ = writeln!(
+                    out,
+                    "No model ({}): search is lexical-only.",
+                    reason.unwrap_or("unknown")
+                );
+            }
+        }
+        Ok(with_structure(out, value))
+    }
+
+    #[tool(
+        annotations(read_only_hint = true, open_world_hint = false),
         output_schema = schema(GET_CODE_CONTEXT_OUTPUT),
         description = "Read current code: a whole file, one definition in it (located by parsing the file as it is now), or a line range. Paths are relative to the workspace; output is capped."
     )]
@@ -652,6 +717,22 @@ const GET_CODE_CONTEXT_OUTPUT: &str = r#"{
   }
 }"#;
 
+const INDEX_STATUS_OUTPUT: &str = r#"{
+  "type": "object",
+  "required": ["root", "role", "index_age_secs", "indexing", "files", "chunks", "embedded"],
+  "properties": {
+    "root": {"type": "string"},
+    "role": {"type": "string", "enum": ["writer", "reader"]},
+    "index_age_secs": {"type": ["number", "null"]},
+    "indexing": {"type": "boolean"},
+    "files": {"type": "integer"},
+    "chunks": {"type": "integer"},
+    "embedded": {"type": "integer"},
+    "model": {"type": ["string", "null"]},
+    "model_error": {"type": ["string", "null"]}
+  }
+}"#;
+
 /// Whether `line` holds `word` as a whole identifier.
 fn has_word(line: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
@@ -668,7 +749,7 @@ impl ServerHandler for QuarryMcp {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "Code search over this workspace. search_code for concepts, identifiers and quoted phrases; find_symbol for definitions by name; find_usages for where an identifier is used; get_code_context to read current code.",
+                "Code search over this workspace. search_code for concepts, identifiers and quoted phrases; find_symbol for definitions by name; find_usages for where an identifier is used; get_code_context to read current code; index_status for how current the index is.",
             )
     }
 }
@@ -708,6 +789,7 @@ mod tests {
             FIND_SYMBOL_OUTPUT,
             FIND_USAGES_OUTPUT,
             GET_CODE_CONTEXT_OUTPUT,
+            INDEX_STATUS_OUTPUT,
         ] {
             let value: Value = serde_json::from_str(text).expect("schema parses");
             assert_eq!(value["type"], "object");

@@ -427,9 +427,22 @@ fn bad_files_are_skipped_with_reasons_and_lose_nothing() {
     latin1.extend_from_slice(&[0xe9, 0xff, 0xfe]);
     latin1.extend_from_slice(b"\"; }\n");
     ws.write("src/latin.rs", latin1);
+    // Hand-written code with one 4.4k-character line (a data URI) is not
+    // minified: its functions are found.
+    let mut elixir = String::from("defmodule Icons do\n");
+    for i in 0..60 {
+        elixir.push_str(&format!("  def icon_{i}(size), do: size * {i}\n"));
+    }
+    elixir.push_str(&format!(
+        "  @logo \"data:image/png;base64,{}\"\n",
+        "A".repeat(4400)
+    ));
+    elixir.push_str("  def render_logo_badge, do: @logo\nend\n");
+    ws.write("lib/icons.ex", elixir);
     let index = ws.open();
     let stats = index.refresh(&|_| {}).expect("index");
     assert_eq!(stats.files_skipped, 3);
+    assert!(has_symbol(&index.snapshot(), "render_logo_badge"));
     let summary = index.snapshot().summary.clone();
     assert_eq!(summary.skipped.get("binary"), Some(&1));
     assert_eq!(summary.skipped.get("minified"), Some(&1));

@@ -799,6 +799,18 @@ impl Extractor<'_> {
                 Some(scope) => qualify(scope),
                 None => qualified_name.clone(),
             };
+            if grammar.merge_clauses {
+                if let Some(last) = chunks.last_mut().filter(|last: &&mut Chunk| {
+                    last.kind == kind
+                        && last.qualified_name == qualified_name
+                        && last.byte_end as usize <= def.byte_start
+                }) {
+                    // Another clause of the definition just before.
+                    last.byte_end = to_u32(def.byte_end);
+                    last.end_line = def.end_line;
+                    continue;
+                }
+            }
             if is_container(kind) {
                 stack.push((def.core_start, def.core_end, chunks.len(), scope));
             }

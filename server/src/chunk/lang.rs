@@ -117,19 +117,27 @@ fn by_extension(ext: &str) -> Option<Language> {
         | "cppm" | "ixx" => Language::Cpp,
         "cs" => Language::CSharp,
         "rb" | "rake" | "gemspec" | "ru" => Language::Ruby,
+        "kt" | "kts" => Language::Kotlin,
+        "scala" | "sc" | "sbt" => Language::Scala,
+        "swift" => Language::Swift,
+        "ex" | "exs" => Language::Elixir,
+        "php" | "phtml" => Language::Php,
+        "lua" => Language::Lua,
+        "sh" | "bash" | "zsh" | "ksh" | "bats" => Language::Bash,
+        "hs" | "lhs" => Language::Haskell,
+        "zig" => Language::Zig,
         "md" | "markdown" | "mdx" => Language::Markdown,
-        "toml" | "yaml" | "yml" | "json" | "jsonc" | "json5" | "sh" | "bash" | "zsh" | "fish"
-        | "txt" | "text" | "rst" | "adoc" | "asciidoc" | "org" | "ini" | "cfg" | "conf"
-        | "properties" | "env" | "sql" | "xml" | "xsd" | "html" | "htm" | "xhtml" | "css"
-        | "scss" | "sass" | "less" | "gradle" | "kts" | "kt" | "swift" | "scala" | "php"
-        | "lua" | "pl" | "pm" | "r" | "dart" | "ex" | "exs" | "erl" | "hrl" | "hs" | "ml"
-        | "mli" | "clj" | "cljs" | "el" | "vim" | "zig" | "nim" | "vue" | "svelte" | "proto"
-        | "graphql" | "gql" | "tf" | "hcl" | "nix" | "cmake" | "mk" | "mak" | "bat" | "cmd"
-        | "ps1" | "psm1" | "dockerfile" | "tex" | "bzl" | "bazel" | "star" | "sbt" | "groovy"
-        | "m" | "mm" | "f90" | "jl" | "v" | "sv" | "vhd" | "glsl" | "hlsl" | "wgsl" | "cu"
-        | "cuh" | "s" | "asm" | "awk" | "sed" | "csproj" | "sln" | "props" | "targets"
-        | "plist" | "rss" | "svg" | "tmpl" | "tpl" | "j2" | "jinja" | "hbs" | "mustache"
-        | "erb" | "haml" | "slim" | "pug" | "editorconfig" | "gitignore" => Language::Text,
+        "toml" | "yaml" | "yml" | "json" | "jsonc" | "json5" | "fish" | "txt" | "text" | "rst"
+        | "adoc" | "asciidoc" | "org" | "ini" | "cfg" | "conf" | "properties" | "env" | "sql"
+        | "xml" | "xsd" | "html" | "htm" | "xhtml" | "css" | "scss" | "sass" | "less"
+        | "gradle" | "pl" | "pm" | "r" | "dart" | "erl" | "hrl" | "ml" | "mli" | "clj" | "cljs"
+        | "el" | "vim" | "nim" | "vue" | "svelte" | "proto" | "graphql" | "gql" | "tf" | "hcl"
+        | "nix" | "cmake" | "mk" | "mak" | "bat" | "cmd" | "ps1" | "psm1" | "dockerfile"
+        | "tex" | "bzl" | "bazel" | "star" | "groovy" | "m" | "mm" | "f90" | "jl" | "v" | "sv"
+        | "vhd" | "glsl" | "hlsl" | "wgsl" | "cu" | "cuh" | "s" | "asm" | "awk" | "sed"
+        | "csproj" | "sln" | "props" | "targets" | "plist" | "rss" | "svg" | "tmpl" | "tpl"
+        | "j2" | "jinja" | "hbs" | "mustache" | "erb" | "haml" | "slim" | "pug"
+        | "editorconfig" | "gitignore" => Language::Text,
         _ => return None,
     };
     Some(lang)
@@ -203,6 +211,9 @@ pub(crate) struct Grammar {
     /// Whether functions may be defined inside functions. Where they may
     /// not (C, C++), such a "definition" is a misparse and is dropped.
     pub(crate) nested_functions: bool,
+    /// Whether consecutive definitions of one name are one definition:
+    /// the equations of a Haskell function, the clauses of an Elixir one.
+    pub(crate) merge_clauses: bool,
 }
 
 const CLASS_LIKE: &[ChunkKind] = &[
@@ -234,7 +245,7 @@ const ECMASCRIPT_QUERY: &str = include_str!("queries/ecmascript.scm");
 const TYPESCRIPT_QUERY: &str = include_str!("queries/typescript.scm");
 const C_QUERY: &str = include_str!("queries/c.scm");
 
-static GRAMMARS: [Grammar; 11] = [
+static GRAMMARS: [Grammar; 20] = [
     Grammar {
         language: Language::Rust,
         ts_language: || tree_sitter_rust::LANGUAGE.into(),
@@ -246,6 +257,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Python,
@@ -258,6 +270,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::JavaScript,
@@ -270,6 +283,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: ECMASCRIPT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::TypeScript,
@@ -282,6 +296,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: ECMASCRIPT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Tsx,
@@ -294,6 +309,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: ECMASCRIPT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Go,
@@ -306,6 +322,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: true,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Java,
@@ -318,6 +335,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::C,
@@ -330,6 +348,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: false,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Cpp,
@@ -342,6 +361,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: false,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::CSharp,
@@ -354,6 +374,7 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
     },
     Grammar {
         language: Language::Ruby,
@@ -366,6 +387,124 @@ static GRAMMARS: [Grammar; 11] = [
         package_from_dir: false,
         max_depth: DEFAULT_MAX_DEPTH,
         nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Kotlin,
+        ts_language: || tree_sitter_kotlin_ng::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/kotlin.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE_AND_MODULE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Scala,
+        ts_language: || tree_sitter_scala::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/scala.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE_AND_MODULE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Swift,
+        ts_language: || tree_sitter_swift::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/swift.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Elixir,
+        ts_language: || tree_sitter_elixir::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/elixir.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: true,
+    },
+    Grammar {
+        language: Language::Php,
+        ts_language: || tree_sitter_php::LANGUAGE_PHP.into(),
+        query_sources: &[include_str!("queries/php.scm")],
+        qualify: Qualify::Colons,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Lua,
+        ts_language: || tree_sitter_lua::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/lua.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Bash,
+        ts_language: || tree_sitter_bash::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/bash.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
+    },
+    Grammar {
+        language: Language::Haskell,
+        ts_language: || tree_sitter_haskell::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/haskell.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: true,
+    },
+    Grammar {
+        language: Language::Zig,
+        ts_language: || tree_sitter_zig::LANGUAGE.into(),
+        query_sources: &[include_str!("queries/zig.scm")],
+        qualify: Qualify::Dot,
+        method_containers: CLASS_LIKE,
+        doc_comments: DocComments::Any,
+        docstrings: false,
+        package_from_dir: false,
+        max_depth: DEFAULT_MAX_DEPTH,
+        nested_functions: true,
+        merge_clauses: false,
     },
 ];
 
@@ -441,7 +580,7 @@ impl Grammar {
     /// The compiled query, built on first use. `None` only if a query in
     /// `queries/` does not compile, which the unit tests rule out.
     pub(crate) fn compiled(&self) -> Option<&'static Compiled> {
-        static COMPILED: [OnceLock<Option<Compiled>>; 11] = [const { OnceLock::new() }; 11];
+        static COMPILED: [OnceLock<Option<Compiled>>; 20] = [const { OnceLock::new() }; 20];
         let index = GRAMMARS.iter().position(|g| g.language == self.language)?;
         COMPILED[index].get_or_init(|| self.compile().ok()).as_ref()
     }

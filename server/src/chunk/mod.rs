@@ -1,7 +1,7 @@
 //! Chunking: splits one file into searchable units.
 //!
 //! Owns language detection ([`detect_language`]) and the split itself
-//! ([`chunk_file`]): one chunk per definition for the ten tree-sitter
+//! ([`chunk_file`]): one chunk per definition for the nineteen tree-sitter
 //! languages, one per heading for Markdown, overlapping line windows for
 //! other text. The index calls it once per file, on any thread.
 //!

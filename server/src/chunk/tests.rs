@@ -898,7 +898,20 @@ fn detects_languages() {
         ("Cargo.toml", Some(Language::Text)),
         ("ci.yml", Some(Language::Text)),
         ("config.json", Some(Language::Text)),
-        ("run.sh", Some(Language::Text)),
+        ("run.sh", Some(Language::Bash)),
+        ("setup.zsh", Some(Language::Bash)),
+        ("config.fish", Some(Language::Text)),
+        ("Main.kt", Some(Language::Kotlin)),
+        ("build.gradle.kts", Some(Language::Kotlin)),
+        ("Window.scala", Some(Language::Scala)),
+        ("build.sbt", Some(Language::Scala)),
+        ("Cache.swift", Some(Language::Swift)),
+        ("lib/store.ex", Some(Language::Elixir)),
+        ("test/store_test.exs", Some(Language::Elixir)),
+        ("Builder.php", Some(Language::Php)),
+        ("init.lua", Some(Language::Lua)),
+        ("Heap.hs", Some(Language::Haskell)),
+        ("arena.zig", Some(Language::Zig)),
         ("Makefile", Some(Language::Text)),
         ("Dockerfile", Some(Language::Text)),
         ("Dockerfile.dev", Some(Language::Text)),
@@ -959,7 +972,7 @@ fn polyglot_fixture_matches_golden() {
         .collect();
     assert_eq!(
         languages.len(),
-        11,
+        20,
         "golden file covers every grammar language"
     );
 }
@@ -996,6 +1009,10 @@ fn polyglot_fixture_covers_tags_queries() {
             Language::Cpp => tree_sitter_cpp::TAGS_QUERY,
             Language::CSharp => tree_sitter_c_sharp::TAGS_QUERY,
             Language::Ruby => tree_sitter_ruby::TAGS_QUERY,
+            Language::Swift => tree_sitter_swift::TAGS_QUERY,
+            Language::Elixir => tree_sitter_elixir::TAGS_QUERY,
+            Language::Php => tree_sitter_php::TAGS_QUERY,
+            Language::Lua => tree_sitter_lua::TAGS_QUERY,
             _ => continue,
         };
         let compiled = Grammar::get(lang)
@@ -1006,22 +1023,31 @@ fn polyglot_fixture_covers_tags_queries() {
         parser.set_language(&compiled.language).expect("language");
         let tree = parser.parse(&text, None).expect("tree");
         let chunks = chunk_file(&path.to_string_lossy(), &text, lang);
-        let names: std::collections::HashSet<&str> =
-            chunks.iter().map(|c| c.name.as_str()).collect();
+        // Elixir's tags name modules by their written path.
+        let names: std::collections::HashSet<&str> = chunks
+            .iter()
+            .flat_map(|c| [c.name.as_str(), c.qualified_name.as_str()])
+            .collect();
         let name_index = query.capture_index_for_name("name");
         let mut cursor = tree_sitter::QueryCursor::new();
         let mut matches = cursor.matches(&query, tree.root_node(), text.as_bytes());
         let mut seen = 0;
         while let Some(m) = matches.next() {
-            let is_definition = m
-                .captures()
-                .iter()
-                .any(|c| query.capture_names()[c.index as usize].starts_with("definition."));
+            // Fields and properties are not chunks of their own.
+            let is_definition = m.captures().iter().any(|c| {
+                let capture = query.capture_names()[c.index as usize];
+                capture.starts_with("definition.")
+                    && !matches!(capture, "definition.field" | "definition.property")
+            });
             if !is_definition {
                 continue;
             }
             for capture in m.captures().iter().filter(|c| Some(c.index) == name_index) {
                 let name = &text[capture.node.byte_range()];
+                // `namespace A\B;` has no body: it is not a chunk.
+                if lang == Language::Php && capture.node.kind() == "namespace_name" {
+                    continue;
+                }
                 seen += 1;
                 assert!(
                     names.contains(name) || names.iter().any(|n| n.ends_with(name)),

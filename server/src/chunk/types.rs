@@ -20,12 +20,22 @@ pub enum Language {
     CSharp,
     Ruby,
     Markdown,
-    /// Any other text file (TOML, YAML, JSON, shell, plain text...).
+    /// Any other text file (TOML, YAML, JSON, plain text...).
     Text,
+    // Appended after `Text`: `code()` is a position in `ALL`, kept stable.
+    Kotlin,
+    Scala,
+    Swift,
+    Elixir,
+    Php,
+    Lua,
+    Bash,
+    Haskell,
+    Zig,
 }
 
 impl Language {
-    pub const ALL: [Language; 13] = [
+    pub const ALL: [Language; 22] = [
         Language::Rust,
         Language::Python,
         Language::JavaScript,
@@ -39,6 +49,15 @@ impl Language {
         Language::Ruby,
         Language::Markdown,
         Language::Text,
+        Language::Kotlin,
+        Language::Scala,
+        Language::Swift,
+        Language::Elixir,
+        Language::Php,
+        Language::Lua,
+        Language::Bash,
+        Language::Haskell,
+        Language::Zig,
     ];
 
     /// Stable lowercase name used in JSON output and in the cache.
@@ -57,6 +76,15 @@ impl Language {
             Language::Ruby => "ruby",
             Language::Markdown => "markdown",
             Language::Text => "text",
+            Language::Kotlin => "kotlin",
+            Language::Scala => "scala",
+            Language::Swift => "swift",
+            Language::Elixir => "elixir",
+            Language::Php => "php",
+            Language::Lua => "lua",
+            Language::Bash => "bash",
+            Language::Haskell => "haskell",
+            Language::Zig => "zig",
         }
     }
 

@@ -43,8 +43,12 @@ use thiserror::Error;
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 1024 * 1024;
 /// Bytes inspected for a NUL to call a file binary.
 const BINARY_SNIFF_BYTES: usize = 8 * 1024;
-/// A line longer than this marks a file as minified / generated.
+/// A line longer than this is a long line (minified code, a data URI).
 const MINIFIED_MAX_LINE: usize = 4096;
+/// A file whose long lines hold more than this share of its bytes is
+/// minified / generated; a hand-written file with one long line (a data
+/// URI, an embedded table) is indexed.
+const MINIFIED_LONG_SHARE: f64 = 0.8;
 /// Files whose average line is longer than this are minified.
 const MINIFIED_AVG_LINE: usize = 300;
 /// At most this many segments before the newest ones are merged.
@@ -1365,17 +1369,24 @@ fn classify(bytes: Vec<u8>) -> Result<String, SkipReason> {
         return Err(SkipReason::Binary);
     }
     let mut n_lines = 1usize;
-    let mut longest = 0usize;
+    let mut long_bytes = 0usize;
     let mut line_start = 0usize;
     for (i, byte) in bytes.iter().enumerate() {
         if *byte == b'\n' {
-            longest = longest.max(i - line_start);
+            if i - line_start > MINIFIED_MAX_LINE {
+                long_bytes += i - line_start;
+            }
             line_start = i + 1;
             n_lines += 1;
         }
     }
-    longest = longest.max(bytes.len() - line_start);
-    if longest > MINIFIED_MAX_LINE || (n_lines > 1 && bytes.len() / n_lines > MINIFIED_AVG_LINE) {
+    if bytes.len() - line_start > MINIFIED_MAX_LINE {
+        long_bytes += bytes.len() - line_start;
+    }
+    let long_share = long_bytes as f64 / bytes.len().max(1) as f64;
+    if long_share > MINIFIED_LONG_SHARE
+        || (n_lines > 1 && bytes.len() / n_lines > MINIFIED_AVG_LINE)
+    {
         return Err(SkipReason::Minified);
     }
     Ok(match String::from_utf8(bytes) {

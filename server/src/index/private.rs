@@ -126,11 +126,11 @@ impl Index {
     /// A reader's `update_paths`: each path's disk state becomes a private
     /// entry until the writer commits it (see the module doc).
     pub(super) fn note_private_paths(&self, paths: &[std::path::PathBuf], stats: &mut UpdateStats) {
-        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let mut private = self.private.lock().unwrap_or_else(|e| e.into_inner());
         if paths.len() > MAX_SAVED_ENTRIES {
             return;
         }
+        let mut state = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut private = self.private.lock().unwrap_or_else(|e| e.into_inner());
         let mut admission = self.admission();
         for path in paths {
             let Some((abs_path, rel_path)) = self.locate(path) else {

@@ -482,16 +482,13 @@ impl QuarryMcp {
         let age = age.map_or("no commit yet".to_string(), |s| {
             format!("committed {s:.0} s ago")
         });
-        match role {
-            "writer" => {
-                let _ = writeln!(out, "This server writes the index ({age}).");
-            }
-            _ => {
-                let _ = writeln!(
-                    out,
-                    "Another Quarry process writes the index; this server reads its commits ({age}) and its own refreshes wait for that process."
-                );
-            }
+        if index.is_writer() {
+            let _ = writeln!(out, "This server writes the index ({age}).");
+        } else {
+            let _ = writeln!(
+                out,
+                "Another Quarry process writes the index; this server reads its commits ({age}) and its own refreshes wait for that process."
+            );
         }
         if indexing {
             let _ = writeln!(out, "An update is running.");

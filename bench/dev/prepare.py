@@ -48,7 +48,10 @@ REPOS_TSV = HERE / "repos.tsv"
 SEMBLE_MIRRORS = ("MinishLab+semble", "barseghyanartur+MinishLab__semble")
 SEMBLE_COMMIT = "408231a2aeedbd547c231bc999d65df06a63a1d9"
 
-HELD_OUT = frozenset({"serde", "axum", "model2vec", "zod", "gin", "cobra", "gson", "abseil-cpp"})
+HELD_OUT = frozenset({
+    "serde", "axum", "model2vec", "zod", "gin", "cobra", "gson", "abseil-cpp", "click", "requests",
+    "ktor", "circe", "rxswift", "phoenix", "nvim-lspconfig", "bash-it",
+})
 STAMP = ".dev-set-stamp"
 
 

@@ -75,6 +75,18 @@ pub struct Signals {
     /// Weigh each query word of the path match by how few candidate files
     /// it names (`path_matches`).
     pub path_idf: bool,
+    /// Added (in units of the best fused score) to the best chunk of a file
+    /// whose whole name is what a short query names: `Request.swift` for
+    /// "Request type in Vapor", `CORSMiddleware.swift` for "CORS
+    /// middleware" (`file_names`). A file per type is how Swift, Kotlin,
+    /// Java and C# code is laid out, and that file is the answer to a
+    /// question about the type (0 = off). Only words written like names
+    /// count (`file_names`): every query word raised Swift and Kotlin but
+    /// cost Redux (`types/store.ts` for "store creation") and the mean.
+    /// Development set (31 repositories, hybrid NDCG@10): 0 / 0.3 / 0.5 /
+    /// 1 gave 0.862 / 0.872 / 0.880 / 0.880 (vapor 0.678 -> 0.881,
+    /// exposed 0.711 -> 0.821).
+    pub file_name: f32,
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).
     pub file_evidence: f32,
@@ -103,6 +115,7 @@ impl Signals {
             content: ContentPenalties::off(),
             path_match: 0.0,
             path_idf: false,
+            file_name: 0.0,
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
@@ -127,6 +140,7 @@ impl Default for Signals {
             content: ContentPenalties::default(),
             path_match: 1.5,
             path_idf: true,
+            file_name: 0.5,
             file_evidence: 0.0,
             short_chunk: 1.0,
             outside_definitions: 1.0,
@@ -348,7 +362,25 @@ pub fn path_class(path: &str) -> Option<PathClass> {
         "benches",
     ];
     let stem = file.split('.').next().unwrap_or(file);
-    let is_test_file = stem.starts_with("test_")
+    let extension = file.rsplit_once('.').map_or("", |(_, e)| e);
+    // `test_*` names tests where the test runner says so (pytest,
+    // minitest); elsewhere it is a name like any other: bats-core's own
+    // library is `lib/bats-core/test_functions.bash`.
+    let test_prefix = matches!(extension, "py" | "pyi" | "rb");
+    // JUnit, XCTest, PHPUnit, ScalaTest and Hspec name a test file after
+    // the class it tests: `RouterTests.swift`, `ParserSpec.scala`.
+    let class_suffix = matches!(
+        extension,
+        "java" | "kt" | "kts" | "scala" | "swift" | "php" | "cs" | "groovy" | "hs"
+    ) && {
+        let name = path.rsplit('/').next().unwrap_or("");
+        let stem = name.split('.').next().unwrap_or(name);
+        stem.len() > 4
+            && ["Test", "Tests", "Spec", "Specs"]
+                .iter()
+                .any(|s| stem.ends_with(s))
+    };
+    let is_test_file = (test_prefix && stem.starts_with("test_"))
         || stem.ends_with("_test")
         || stem.ends_with("_tests")
         || stem.ends_with("_spec")
@@ -356,7 +388,8 @@ pub fn path_class(path: &str) -> Option<PathClass> {
         || stem == "tests"
         || file.contains(".test.")
         || file.contains(".spec.")
-        || (path.rsplit('/').next().unwrap_or("").contains("Test.") && file.ends_with(".java"));
+        || extension == "bats"
+        || class_suffix;
     if is_test_file || parts.iter().any(|p| TEST_DIRS.contains(p)) {
         return Some(PathClass::Test);
     }
@@ -388,6 +421,11 @@ pub struct QueryFacts {
     /// (3+ letters, no stopwords), for matching file and folder names:
     /// `tRPC` is one word (`trpc`, `rpc`), not two.
     word_stems: Vec<FxHashSet<String>>,
+    /// What a file named after the query's subject is called, squashed:
+    /// each word of 3+ letters that is not a stopword, and each run of two
+    /// or three such words (`CORS middleware`: `cors`, `middleware`,
+    /// `corsmiddleware`).
+    file_names: FxHashSet<String>,
     /// The query is one word (an identifier search, not a description).
     single_word: bool,
     /// The query is a long text (an issue, a traceback):
@@ -482,6 +520,9 @@ impl QueryFacts {
                         | "package"
                 )
             });
+        if !long {
+            facts.file_names = file_names(query);
+        }
         let mut seen: FxHashSet<String> = FxHashSet::default();
         for word in query.split(|c: char| c.is_whitespace() || c == '-') {
             let mut stems = FxHashSet::default();
@@ -499,6 +540,50 @@ impl QueryFacts {
         }
         facts
     }
+}
+
+/// The names a file named after what `query` asks about could have
+/// (`QueryFacts::file_names`): each word written like a name (with a
+/// capital, `Request`, `CORS`, or with `_`) and the runs of two or three
+/// words it opens (`CORS middleware`), never across a stopword. A word in
+/// lower case is a description (`store creation` does not ask for
+/// `types/store.ts`).
+fn file_names(query: &str) -> FxHashSet<String> {
+    let mut names = FxHashSet::default();
+    // The current run of words, each squashed, with whether it is a name.
+    let mut run: Vec<(String, bool)> = Vec::new();
+    for word in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let squashed = squash(word);
+        if squashed.len() < 3 || is_stopword(&squashed) {
+            run.clear();
+            continue;
+        }
+        let is_name = word.chars().any(|c| c.is_uppercase()) || word.contains('_');
+        run.push((squashed, is_name));
+        let end = run.len();
+        for start in end.saturating_sub(3)..end {
+            if run[start].1 {
+                names.insert(run[start..].iter().map(|(w, _)| w.as_str()).collect());
+            }
+        }
+    }
+    names
+}
+
+/// Whether `path`'s file is named after what the query asks about: its name
+/// up to the first `.` (`CoroutineContext.common.kt`), squashed, is one of
+/// `QueryFacts::file_names`, or one of them with a plural ending.
+fn named_file(query: &QueryFacts, path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = squash(file.split('.').next().unwrap_or(file));
+    let singular = stem
+        .strip_suffix("es")
+        .into_iter()
+        .chain(stem.strip_suffix('s'));
+    stem.len() >= 3
+        && (query.file_names.contains(&stem)
+            || query.file_names.contains(&format!("{stem}s"))
+            || singular.into_iter().any(|s| query.file_names.contains(s)))
 }
 
 /// Two words name one thing when they are equal, or one begins the other
@@ -678,6 +763,23 @@ pub fn apply<'a>(
             }
         }
     }
+    if signals.file_name > 0.0 && top > 0.0 && !query.file_names.is_empty() {
+        // The best chunk of each file named after the query's subject.
+        let mut best: FxHashMap<&str, usize> = FxHashMap::default();
+        for (i, chunk) in chunks.iter().enumerate() {
+            if let Some(chunk) = chunk {
+                let entry = best.entry(chunk.path).or_insert(i);
+                if fused[i].score > fused[*entry].score {
+                    *entry = i;
+                }
+            }
+        }
+        for (path, i) in best {
+            if named_file(query, path) {
+                fused[i].score += signals.file_name * top;
+            }
+        }
+    }
     // In a long text, how many candidates define each name it writes
     // like code (`shared_definitions`).
     let mut definers: FxHashMap<String, u32> = FxHashMap::default();
@@ -845,6 +947,33 @@ mod tests {
     }
 
     #[test]
+    fn a_file_named_after_the_query_subject() {
+        let named = |query: &str, path: &str| named_file(&QueryFacts::new(query), path);
+        assert!(named("Request type in Vapor", "Request/Request.swift"));
+        assert!(named(
+            "CORS middleware for cross-origin",
+            "CORSMiddleware.swift"
+        ));
+        assert!(named(
+            "CoroutineContext and elements",
+            "CoroutineContext.common.kt"
+        ));
+        assert!(named("Session driver", "Sessions.swift"));
+        assert!(named("Sessions and drivers", "Session.swift"));
+        // Lower case describes; it does not name a file.
+        assert!(!named("store creation and dispatch", "types/store.ts"));
+        assert!(!named("Request logging", "request_id.go"));
+        assert!(!named("Request type in Vapor", "Request+Session.swift"));
+        assert!(!named("format a string", "formatter.rs"));
+        // Stopwords split runs and name nothing.
+        assert!(!named("how the router works", "HowThe.swift"));
+        assert!(!named("how the router works", "the.py"));
+        // An issue text names too many things.
+        let issue = "Request fails ".repeat(40);
+        assert!(!named(&issue, "Request.swift"));
+    }
+
+    #[test]
     fn paths_are_classified() {
         for (path, class) in [
             ("tests/test_requests.py", Some(PathClass::Test)),
@@ -858,6 +987,15 @@ mod tests {
             ("src/requests/sessions.py", None),
             ("src/testimony.rs", None),
             ("src/contest/entry.py", None),
+            ("pkg/test_cli.py", Some(PathClass::Test)),
+            ("lib/bats-core/test_functions.bash", None),
+            ("test/suite.bats", Some(PathClass::Test)),
+            ("Tests/VaporTests/RouteTests.swift", Some(PathClass::Test)),
+            ("src/test/kotlin/ParserTest.kt", Some(PathClass::Test)),
+            ("core/src/ParserSpec.scala", Some(PathClass::Test)),
+            ("Sources/Vapor/Routing/Test.swift", None),
+            ("Sources/Vapor/Request/Request.swift", None),
+            ("src/Illuminate/LatestManifest.php", None),
         ] {
             assert_eq!(path_class(path), class, "{path}");
         }

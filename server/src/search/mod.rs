@@ -126,7 +126,7 @@ impl SearchOptions {
     /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `superseded`, `coherence`, `stems` (0/1), `docs`,
-    /// `config`, `path`, `path_idf` (0/1), `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// `config`, `path`, `path_idf` (0/1), `file_name`, `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
         let number: f32 = value
@@ -177,6 +177,7 @@ impl SearchOptions {
             "docs" => signals.content.docs = number,
             "config" => signals.content.config = number,
             "path" => signals.path_match = number,
+            "file_name" => signals.file_name = number,
             "path_idf" => signals.path_idf = flag,
             "file" => signals.file_evidence = number,
             "short" => signals.short_chunk = number,

@@ -10,6 +10,7 @@ pub mod chunk;
 pub mod codec;
 pub mod confine;
 pub mod dense;
+pub mod engine;
 pub mod filter;
 pub mod index;
 pub mod jsonrpc;

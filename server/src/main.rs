@@ -6,11 +6,13 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use quarry::chunk::ChunkKind;
 use quarry::dense::{DenseConfig, DenseEngine, DenseTier};
+use quarry::engine::Engine;
 use quarry::filter::Filter;
 use quarry::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
-use quarry::search::{self, DiskText, SearchOptions};
+use quarry::search::{self, SearchOptions};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -66,9 +68,6 @@ struct CommonArgs {
     token_budget: u32,
 }
 
-/// Chunks embedded inline by `search`; more waits for `quarry index`.
-const INLINE_EMBED_LIMIT: u64 = 64;
-
 /// The embedding engine. `batch` jobs (`quarry index`) use every core;
 /// interactive ones leave a core free.
 fn dense_engine(common: &CommonArgs, batch: bool) -> DenseEngine {
@@ -109,32 +108,6 @@ fn embed(
         bar.finish_and_clear();
     }
     Ok(stats)
-}
-
-/// The static tier, when it should stand in for the transformer (asked
-/// for with `--rank fuse.fill=D`): the transformer's vectors cover only
-/// part of the index and the static tier's (left by the language server or
-/// `quarry index --dense static`) cover more.
-fn stand_in(index: &Index, engine: &DenseEngine) -> Result<Option<DenseEngine>> {
-    let (embedded, total) = index.snapshot().coverage_of(DenseTier::Transformer);
-    if engine.tier() != DenseTier::Transformer
-        || engine.unavailable_reason().is_some()
-        || embedded >= total
-        || !index.has_saved_vectors(DenseTier::Static)
-    {
-        return Ok(None);
-    }
-    let Some(fill) = engine.static_from() else {
-        return Ok(None);
-    };
-    if fill.unavailable_reason().is_some() {
-        return Ok(None);
-    }
-    index
-        .attach_dense(&fill)
-        .context("opening the static tier's vector index")?;
-    let (static_embedded, _) = index.snapshot().coverage_of(DenseTier::Static);
-    Ok((static_embedded > embedded).then_some(fill))
 }
 
 /// `--rank KEY=VALUE` arguments as (key, value) pairs.
@@ -383,20 +356,17 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
 fn run_mcp(root: PathBuf, common: &CommonArgs) -> Result<()> {
     // No refresh here: the server brings the index up to date in the
     // background, so `initialize` never waits on a walk.
-    let index = open(root, common)?;
-    let engine = dense_engine(common, false);
-    index
-        .attach_dense(&engine)
-        .context("opening the vector index")?;
+    let engine = Engine::new(
+        Arc::new(open(root, common)?),
+        Arc::new(dense_engine(common, false)),
+    )
+    .context("opening the vector index")?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let result = runtime.block_on(quarry::mcp::run_stdio(
-        std::sync::Arc::new(index),
-        std::sync::Arc::new(engine),
-    ));
+    let result = runtime.block_on(quarry::mcp::run_stdio(Arc::new(engine)));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result.map_err(|e| anyhow::anyhow!("mcp: {e}"))
 }
@@ -609,45 +579,19 @@ fn run(cli: Cli) -> Result<()> {
                     stats.files_behind
                 );
             }
-            let engine = dense_engine(&common, false);
-            index
-                .attach_dense(&engine)
+            let engine = Engine::new(Arc::new(index), Arc::new(dense_engine(&common, false)))
                 .context("opening the vector index")?;
-            let (embedded, total) = index.snapshot().coverage();
-            if engine.unavailable_reason().is_none() && total - embedded <= INLINE_EMBED_LIMIT {
-                // A few fresh chunks (an edit): embed them now.
-                if let Err(e) =
-                    index.embed_pending(&engine, &[], Some(INLINE_EMBED_LIMIT as usize), &|_| {})
-                {
-                    eprintln!("quarry: could not embed the changed chunks ({e}); searching without their vectors");
-                }
+            if let Err(e) = engine.catch_up() {
+                eprintln!("quarry: could not embed the changed chunks ({e}); searching without their vectors");
             }
-            let fill = if options.fuse.fill_discount.is_finite() {
-                stand_in(&index, &engine)?
-            } else {
-                None
-            };
-            let snapshot = index.snapshot();
-            let search = |query: &str, text: &mut DiskText| {
-                search::search_blended(
-                    &snapshot,
-                    query,
-                    &options,
-                    text,
-                    Some(&engine),
-                    fill.as_ref(),
-                )
-            };
             if let Some(batch) = batch {
                 for query in &batch {
-                    let mut text = DiskText::of(&index);
-                    let results = search(query, &mut text);
+                    let results = engine.search(query, &options);
                     writeln!(out, "{}", serde_json::to_string(&results)?)?;
                 }
                 return Ok(());
             }
-            let mut text = DiskText::of(&index);
-            let results = search(&query, &mut text);
+            let results = engine.search(&query, &options);
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
             } else {
@@ -682,8 +626,7 @@ fn run(cli: Cli) -> Result<()> {
             // The process ends here: leave the index's memory (hundreds of
             // thousands of chunk records on a large corpus) to the OS instead
             // of freeing it piece by piece, which cost ~5% of a search.
-            std::mem::forget(snapshot);
-            std::mem::forget(index);
+            std::mem::forget(engine);
         }
         Command::Symbols {
             query,

@@ -273,3 +273,159 @@ fn concurrent_searches_equal_sequential_ones() {
     client.notify("exit", Value::Null);
     assert_eq!(wait_exit(&mut client).code(), Some(0));
 }
+
+/// The parts of a hit every surface reports alike: where, what, and which
+/// branches found it.
+fn hit_keys(
+    hits: &Value,
+    path_of: impl Fn(&Value) -> String,
+    line_of: impl Fn(&Value) -> u64,
+) -> Vec<String> {
+    hits.as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| {
+            format!(
+                "{}:{} {} {}",
+                path_of(h),
+                line_of(h),
+                h["symbol"],
+                h["sources"]
+            )
+        })
+        .collect()
+}
+
+/// `quarry search --json` on the workspace, on the cache the language
+/// servers of `common::lsp` use.
+fn cli_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["search", "--json", "--limit", "10", "--root"])
+        .arg(ws.root())
+        .args(["--", query])
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
+        .env("QUARRY_MODEL", model)
+        .output()
+        .expect("run quarry search");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("search JSON")
+}
+
+fn cli_index(ws: &Workspace, model: &std::path::Path, extra: &[&str]) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .arg("index")
+        .arg(ws.root())
+        .args(extra)
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
+        .env("QUARRY_MODEL", model)
+        .output()
+        .expect("run quarry index");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `search_code` of a `quarry mcp` with the model, on the same cache.
+fn mcp_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(["mcp", "--root"])
+        .arg(ws.root())
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
+        .env("QUARRY_MODEL", model);
+    let mut mcp = common::mcp::Mcp::spawn(command);
+    let (is_error, text, structured) =
+        mcp.call("search_code", json!({"query": query, "limit": 10}));
+    assert!(!is_error, "{text}");
+    structured
+}
+
+const SAME_ANSWER_QUERIES: [&str; 4] = [
+    "GraphStore::insert",
+    "where do we retry failed requests",
+    "\"connection refused\"",
+    "parse the configuration file",
+];
+
+/// One query through the CLI's JSON and the MCP `search_code` tool (and,
+/// given, the language server's `quarry/search`): the same hits in the
+/// same order, the same mode and the same coverage.
+fn assert_same_answers(
+    ws: &Workspace,
+    model: &std::path::Path,
+    lsp: Option<&mut Client>,
+    expect_mode: &str,
+) {
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    let prefix = format!("{}/", uri(&root));
+    let mut lsp = lsp;
+    for query in SAME_ANSWER_QUERIES {
+        let cli = cli_search(ws, model, query);
+        let mcp = mcp_search(ws, model, query);
+        let from_disk = |r: &Value| {
+            (
+                r["mode"].clone(),
+                r["coverage"].clone(),
+                hit_keys(
+                    &r["hits"],
+                    |h| h["path"].as_str().unwrap().to_string(),
+                    |h| h["start_line"].as_u64().unwrap(),
+                ),
+            )
+        };
+        let cli_answer = from_disk(&cli);
+        assert_eq!(cli_answer.0, expect_mode, "{query}: {cli}");
+        assert!(!cli_answer.2.is_empty(), "{query}: {cli}");
+        assert_eq!(cli_answer, from_disk(&mcp), "{query}: CLI and MCP differ");
+        if let Some(client) = lsp.as_deref_mut() {
+            let found = client.result("quarry/search", json!({"query": query, "limit": 10}));
+            let lsp_answer = (
+                found["mode"].clone(),
+                found["coverage"].clone(),
+                hit_keys(
+                    &found["hits"],
+                    |h| {
+                        h["uri"]
+                            .as_str()
+                            .unwrap()
+                            .trim_start_matches(&prefix)
+                            .to_string()
+                    },
+                    |h| h["range"]["start"]["line"].as_u64().unwrap() + 1,
+                ),
+            );
+            assert_eq!(
+                cli_answer, lsp_answer,
+                "{query}: CLI and language server differ"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_three_surfaces_give_the_same_answer() {
+    let Some(model) = model() else { return };
+    // Cold: only the static tier's vectors (`quarry index --dense static`):
+    // the CLI and an agent both search with the static tier.
+    let ws = Workspace::fixture();
+    cli_index(&ws, &model, &["--dense", "static"]);
+    assert_same_answers(&ws, &model, None, "hybrid");
+    // Warm: every chunk embedded by the transformer; the language server
+    // answers too.
+    cli_index(&ws, &model, &[]);
+    let mut client = start_with(&ws, Some(&model));
+    client.poll("quarry/status", Value::Null, |s| {
+        !folder(s)["lastWalk"].is_null()
+            && folder(s)["embedding"] == false
+            && folder(s)["embedded"] == folder(s)["chunks"]
+    });
+    assert_same_answers(&ws, &model, Some(&mut client), "hybrid");
+    client.result("shutdown", Value::Null);
+    client.notify("exit", Value::Null);
+}

@@ -27,8 +27,8 @@ use crate::filter::Filter;
 use crate::index::Index;
 use crate::rank::FuseConfig;
 use crate::search::{
-    find_again, find_symbols, is_preamble, search_blended, snippet, DiskText, Hit, SearchOptions,
-    SymbolHit, TextSource,
+    find_again, find_symbols, is_preamble, snippet, DiskText, Hit, SearchOptions, SymbolHit,
+    TextSource,
 };
 use overlay::Overlay;
 use serde::{Deserialize, Serialize};
@@ -265,24 +265,11 @@ impl State {
             .filter(|e| e.unavailable_reason().is_none())
     }
 
-    /// The engines a search of `snapshot` uses: the transformer, and with
-    /// the `staticTier` setting the static tier standing in for the chunks
-    /// the transformer has not embedded yet (alone while the transformer
-    /// has none).
-    fn search_engines(&self, snapshot: &crate::index::Snapshot) -> SearchEngines {
-        let transformer = self.engine();
-        let Some(fast) = self.static_engine() else {
-            return (transformer, None);
-        };
-        let (embedded, total) = snapshot.coverage();
-        let (fast_embedded, _) = snapshot.coverage_of(DenseTier::Static);
-        if embedded >= total || fast_embedded <= embedded {
-            (transformer, None)
-        } else if embedded == 0 {
-            (Some(fast), None)
-        } else {
-            (transformer, Some(fast))
-        }
+    /// The tiers this server has loaded: the transformer, and with the
+    /// `staticTier` setting the static tier (`engine::Tiers::choose` says
+    /// which answers a snapshot, as on every surface).
+    fn tiers(&self) -> crate::engine::Tiers {
+        crate::engine::Tiers::new(self.engine(), self.static_engine())
     }
 
     /// The folder holding `path` (the innermost, for nested roots).
@@ -388,10 +375,6 @@ impl State {
 /// the transformer (`FuseConfig::fill_discount`; 2 measured best of 1, 2,
 /// 3 and 5 on the development set).
 const STATIC_FILL_DISCOUNT: f32 = 2.0;
-
-/// The transformer engine a search uses, and the static tier standing in
-/// for it where it has no vectors yet.
-type SearchEngines = (Option<Arc<DenseEngine>>, Option<Arc<DenseEngine>>);
 
 fn path_of(uri: &Uri) -> Option<PathBuf> {
     uri.to_file_path().map(|p| p.into_owned())
@@ -803,6 +786,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
     let mut any = false;
     let mut walked_any = false;
     let mut lists = Vec::new();
+    let tiers = state.tiers();
     for folder in state.folders() {
         let Some(index) = folder.index() else {
             weaken(
@@ -830,15 +814,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             overlay: &state.overlay,
             disk: DiskText::of(&index),
         };
-        let (folder_engine, fill) = state.search_engines(&snapshot);
-        let results = search_blended(
-            &snapshot,
-            query,
-            options,
-            &mut text,
-            folder_engine.as_deref(),
-            fill.as_deref(),
-        );
+        let results = tiers.search(&snapshot, query, options, &mut text);
         let phrases: Vec<String> = crate::lexical::Query::parse(query)
             .phrases
             .into_iter()

@@ -11,9 +11,8 @@
 
 pub mod lines;
 use crate::chunk::{chunk_file, detect_language, ChunkKind};
-use crate::dense::DenseEngine;
+use crate::engine::Engine;
 use crate::filter::Filter;
-use crate::index::Index;
 use crate::search::{
     find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
     TextSource,
@@ -133,8 +132,7 @@ const STILL_INDEXING: &str =
 
 #[derive(Clone)]
 pub struct QuarryMcp {
-    index: Arc<Index>,
-    engine: Arc<DenseEngine>,
+    engine: Arc<Engine>,
     /// Held while the index is being brought up to date.
     updating: Arc<tokio::sync::Mutex<()>>,
     tool_router: ToolRouter<QuarryMcp>,
@@ -167,9 +165,8 @@ fn parse_kind(kind: Option<&str>) -> Result<Option<ChunkKind>, String> {
 }
 
 impl QuarryMcp {
-    pub fn new(index: Arc<Index>, engine: Arc<DenseEngine>) -> QuarryMcp {
+    pub fn new(engine: Arc<Engine>) -> QuarryMcp {
         QuarryMcp {
-            index,
             engine,
             updating: Default::default(),
             tool_router: Self::tool_router(),
@@ -186,13 +183,10 @@ impl QuarryMcp {
         else {
             return false;
         };
-        let index = self.index.clone();
         let engine = self.engine.clone();
         let _ = tokio::task::spawn_blocking(move || {
-            let _ = index.refresh(&|_| {});
-            if engine.unavailable_reason().is_none() {
-                let _ = index.embed_pending(&engine, &[], Some(64), &|_| {});
-            }
+            let _ = engine.index().refresh(&|_| {});
+            let _ = engine.catch_up();
         })
         .await;
         true
@@ -200,7 +194,7 @@ impl QuarryMcp {
 
     /// A root-relative path inside the workspace, or why not.
     fn resolve(&self, path: &str) -> Result<(PathBuf, String), String> {
-        let root = self.index.root();
+        let root = self.engine.index().root();
         let joined = root.join(path.trim_start_matches("./"));
         let real = crate::confine::check(root, &joined).map_err(|refusal| match refusal {
             crate::confine::Refusal::Outside(_) => format!("{path:?} is outside the workspace"),
@@ -255,15 +249,12 @@ impl QuarryMcp {
             },
             ..SearchOptions::default()
         };
-        let snapshot = self.index.snapshot();
-        let mut text = DiskText::of(&self.index);
-        let mut results = search_with(
-            &snapshot,
-            &args.query,
-            &options,
-            &mut text,
-            Some(&self.engine),
-        );
+        let snapshot = self.engine.index().snapshot();
+        let mut text = DiskText::of(self.engine.index());
+        let mut results = self
+            .engine
+            .tiers()
+            .search(&snapshot, &args.query, &options, &mut text);
         for hit in &mut results.hits {
             if let Some(file) = text.text(&hit.path) {
                 hit.snippet = agent_snippet(file, hit);
@@ -321,7 +312,7 @@ impl QuarryMcp {
             Err(e) => return tool_error(e),
         };
         self.refresh().await;
-        let snapshot = self.index.snapshot();
+        let snapshot = self.engine.index().snapshot();
         let mut hits = find_symbols(&snapshot, &args.name, kind, 50);
         if args.exact.unwrap_or(false) {
             hits.retain(|h| h.tier == "exact");
@@ -377,8 +368,8 @@ impl QuarryMcp {
             signals: crate::rank::signals::Signals::off(),
             ..SearchOptions::default()
         };
-        let snapshot = self.index.snapshot();
-        let mut text = DiskText::of(&self.index);
+        let snapshot = self.engine.index().snapshot();
+        let mut text = DiskText::of(self.engine.index());
         let results = search_with(&snapshot, &name, &options, &mut text, None);
         // Grouped by file; a chunk counts when its current text holds the
         // identifier as a whole word and it is not the definition.
@@ -392,9 +383,9 @@ impl QuarryMcp {
                 continue;
             }
             let Ok(file) = crate::confine::read_text(
-                self.index.root(),
+                self.engine.index().root(),
                 Path::new(&hit.path),
-                self.index.max_file_size(),
+                self.engine.index().max_file_size(),
             ) else {
                 continue;
             };
@@ -458,9 +449,9 @@ impl QuarryMcp {
     )]
     async fn index_status(&self) -> Result<CallToolResult, McpError> {
         let indexing = self.updating.try_lock().is_err();
-        let index = &self.index;
+        let index = self.engine.index();
         let snapshot = index.snapshot();
-        let (embedded, chunks) = snapshot.coverage_of(self.engine.tier());
+        let (embedded, chunks) = snapshot.coverage_of(self.engine.dense().tier());
         let role = if index.is_writer() {
             "writer"
         } else {
@@ -475,8 +466,8 @@ impl QuarryMcp {
             "files": snapshot.summary.files_indexed,
             "chunks": chunks,
             "embedded": embedded,
-            "model": self.engine.model_id(),
-            "model_error": self.engine.unavailable_reason(),
+            "model": self.engine.dense().model_id(),
+            "model_error": self.engine.dense().unavailable_reason(),
         });
         let mut out = String::new();
         let age = age.map_or("no commit yet".to_string(), |s| {
@@ -498,7 +489,10 @@ impl QuarryMcp {
             "{} files, {chunks} definitions, {embedded} with vectors.",
             snapshot.summary.files_indexed
         );
-        match (self.engine.model_id(), self.engine.unavailable_reason()) {
+        match (
+            self.engine.dense().model_id(),
+            self.engine.dense().unavailable_reason(),
+        ) {
             (Some(model), _) => {
                 let _ = writeln!(out, "Model: {model}.");
             }
@@ -526,11 +520,14 @@ impl QuarryMcp {
             Ok(found) => found,
             Err(e) => return tool_error(e),
         };
-        let text =
-            match crate::confine::read_text(self.index.root(), &abs, self.index.max_file_size()) {
-                Ok(text) => text,
-                Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
-            };
+        let text = match crate::confine::read_text(
+            self.engine.index().root(),
+            &abs,
+            self.engine.index().max_file_size(),
+        ) {
+            Ok(text) => text,
+            Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
+        };
         let total = text.lines().count().max(1);
         let (start, end, symbol) = match &args.symbol {
             Some(symbol) => {
@@ -753,14 +750,14 @@ impl ServerHandler for QuarryMcp {
 
 /// Serves MCP on stdin/stdout until the client disconnects. rmcp speaks
 /// to `lines`' gate, never to the client's raw bytes.
-pub async fn run_stdio(index: Arc<Index>, engine: Arc<DenseEngine>) -> Result<(), String> {
+pub async fn run_stdio(engine: Arc<Engine>) -> Result<(), String> {
     use rmcp::ServiceExt;
     let (rmcp_in, gate_out) = tokio::io::duplex(1 << 16);
     let (rmcp_out, gate_in) = tokio::io::duplex(1 << 16);
     let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(lines::pump_input(tokio::io::stdin(), gate_out, answers));
     let output = tokio::spawn(lines::pump_output(gate_in, answered, tokio::io::stdout()));
-    let server = QuarryMcp::new(index, engine);
+    let server = QuarryMcp::new(engine);
     // The first update runs while the client initializes: `initialize`
     // is answered at once even on a root of millions of files.
     let first = server.clone();

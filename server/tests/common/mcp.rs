@@ -36,7 +36,7 @@ impl Mcp {
         Mcp::spawn(command)
     }
 
-    fn spawn(mut command: Command) -> Mcp {
+    pub fn spawn(mut command: Command) -> Mcp {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -9,8 +9,8 @@ pylint, pytest and sphinx are held out for evaluation and never used here.
 Subcommands (run from anywhere; paths are relative to the repository root):
 
   select    rewrite bench/dev/swebench_instances.txt from the records by the
-            fixed rule in SELECTION (every instance of the repositories that
-            can be checked out here).
+            fixed rule in SELECTION (all instances of the small repositories,
+            then the first SYMPY_COUNT sympy instances by instance id).
   prepare   verify the records file, extract each chosen instance's repository
             at base_commit into target/dev-set/swe/<id> (from a git mirror made
             by the `fetch` tool, /work/.mirror/<owner>+<name>/repo) and derive
@@ -107,7 +107,11 @@ HELD_OUT = {"psf/requests", "pylint-dev/pylint", "pytest-dev/pytest", "sphinx-do
 # natural choices, but their repository snapshots are larger than the 500 MiB
 # the `fetch` tool brings onto this machine, so they cannot be checked out here.
 SMALL_REPOS = ["pallets/flask", "mwaskom/seaborn", "pydata/xarray", "astropy/astropy"]
-SELECTION = f"every instance of {', '.join(SMALL_REPOS)} and sympy/sympy, sorted by instance_id"
+SYMPY_COUNT = 30
+SELECTION = (
+    f"all instances of {', '.join(SMALL_REPOS)}; then the first {SYMPY_COUNT} "
+    "sympy/sympy instances sorted by instance_id"
+)
 
 TEXT_EXTS = {
     ".py", ".pyx", ".pxd", ".pyi", ".c", ".h", ".cpp", ".cc", ".hpp", ".js", ".ts",
@@ -158,7 +162,7 @@ def cmd_select(args) -> None:
     records = load_records(Path(args.records))
     recs = sorted(records.values(), key=lambda r: r["instance_id"])
     ids = [r["instance_id"] for r in recs if r["repo"] in SMALL_REPOS]
-    ids += [r["instance_id"] for r in recs if r["repo"] == "sympy/sympy"]
+    ids += [r["instance_id"] for r in recs if r["repo"] == "sympy/sympy"][:SYMPY_COUNT]
     assert not any(records[i]["repo"] in HELD_OUT for i in ids)
     text = "# SWE-bench Lite dev instances for bench/dev/swebench.py (ids only).\n"
     text += f"# Rule: {SELECTION}.\n"

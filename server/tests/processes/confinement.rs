@@ -4,11 +4,9 @@
 
 #![cfg(unix)]
 
-mod common;
-
-use common::lsp::{start_with, uri, wait_exit};
-use common::mcp::Mcp;
-use common::Workspace;
+use crate::common::lsp::{start_with, uri, wait_exit};
+use crate::common::mcp::Mcp;
+use crate::common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::os::unix::fs::symlink;

@@ -6,11 +6,9 @@
 
 #![cfg(unix)]
 
-mod common;
-
-use common::lsp::{hit_symbols, open_and_append, start_walked, start_with, uri};
-use common::mcp::Mcp;
-use common::Workspace;
+use crate::common::lsp::{hit_symbols, open_and_append, start_walked, start_with, uri};
+use crate::common::mcp::Mcp;
+use crate::common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

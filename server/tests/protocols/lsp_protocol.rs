@@ -4,10 +4,8 @@
 //! rules (parameterless requests, empty initialization options, `exit`
 //! without `shutdown`) hold.
 
-mod common;
-
-use common::lsp::{start_with, start_with_options, wait_exit};
-use common::Workspace;
+use crate::common::lsp::{start_with, start_with_options, wait_exit};
+use crate::common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;

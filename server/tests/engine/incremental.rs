@@ -3,9 +3,7 @@
 //! old-version cache is rebuilt; a second process answers from the last
 //! committed state; snapshots never change under a reader.
 
-mod common;
-
-use common::Workspace;
+use crate::common::Workspace;
 use quarry::index::Index;
 use quarry::search::{find_symbols, search, DiskText, SearchOptions};
 

@@ -3,10 +3,8 @@
 //! sends the next message, answers the server's own requests, and records
 //! notifications ($/progress, window/logMessage).
 
-mod common;
-
-use common::lsp::{hit_symbols, open_and_append, start_with, uri};
-use common::Workspace;
+use crate::common::lsp::{hit_symbols, open_and_append, start_with, uri};
+use crate::common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;

@@ -6,9 +6,7 @@
 //! `.ci/run` runs that first and sets `QUARRY_REQUIRE_MODEL=1`, so in CI
 //! these tests can not silently skip.
 
-mod common;
-
-use common::Workspace;
+use crate::common::Workspace;
 use quarry::dense::{DenseConfig, DenseEngine};
 use quarry::index::{EmbedStats, Index};
 use quarry::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};

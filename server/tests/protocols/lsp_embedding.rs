@@ -3,10 +3,10 @@
 //! the answers one search alone gives. These need the model; they skip
 //! with a note without it unless `QUARRY_REQUIRE_MODEL=1`.
 
-mod common;
-
-use common::lsp::{hit_symbols, open_and_append, start_with, start_with_options, uri, wait_exit};
-use common::Workspace;
+use crate::common::lsp::{
+    hit_symbols, open_and_append, start_with, start_with_options, uri, wait_exit,
+};
+use crate::common::Workspace;
 use quarry::bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -339,7 +339,7 @@ fn mcp_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
         .arg(ws.root())
         .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
         .env("QUARRY_MODEL", model);
-    let mut mcp = common::mcp::Mcp::spawn(command);
+    let mut mcp = crate::common::mcp::Mcp::spawn(command);
     let (is_error, text, structured) =
         mcp.call("search_code", json!({"query": query, "limit": 10}));
     assert!(!is_error, "{text}");

@@ -6,10 +6,8 @@
 
 #![cfg(unix)]
 
-mod common;
-
-use common::mcp::Mcp;
-use common::Workspace;
+use crate::common::mcp::Mcp;
+use crate::common::Workspace;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

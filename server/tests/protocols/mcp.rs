@@ -2,10 +2,8 @@
 //! on a temp copy of the fixture: initialize, list tools, call each tool,
 //! refuse a path outside the workspace, see an edit on disk.
 
-mod common;
-
-use common::mcp::Mcp;
-use common::Workspace;
+use crate::common::mcp::Mcp;
+use crate::common::Workspace;
 use serde_json::{json, Value};
 
 #[test]

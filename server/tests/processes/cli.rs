@@ -1,9 +1,7 @@
 //! The `quarry` binary end to end: index, search (human and JSON), symbols,
 //! status, version and error handling.
 
-mod common;
-
-use common::Workspace;
+use crate::common::Workspace;
 use std::process::{Command, Output};
 
 fn quarry(ws: &Workspace, args: &[&str]) -> Output {

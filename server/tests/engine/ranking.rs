@@ -1,9 +1,7 @@
 //! Ranking passes after fusion: exact-name priority, the per-file cap
 //! with backfill and the diverse head, filters and the code-aware signals.
 
-mod common;
-
-use common::Workspace;
+use crate::common::Workspace;
 use quarry::filter::Filter;
 use quarry::rank::signals::{PathPenalties, Signals};
 use quarry::search::{find_symbols, search, DiskText, SearchOptions};

@@ -2,9 +2,7 @@
 //! first hit for its own name and for its qualified name, in both the
 //! lexical search and the symbol index.
 
-mod common;
-
-use common::{golden, Workspace};
+use crate::common::{golden, Workspace};
 use quarry::search::{find_symbols, search, DiskText, SearchOptions};
 
 #[test]

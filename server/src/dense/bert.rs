@@ -32,7 +32,39 @@ use super::kernels;
 use super::qgemm::QuantLinear;
 use candle_core::{CpuStorage, CustomOp1, Device, Layout, Module, Shape, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{Config, HiddenAct, PositionEmbeddingType};
+use serde::Deserialize;
+
+/// The fields of a BERT `config.json` the encoder reads (Hugging Face's
+/// names; the others, dropout and initialisation, do not matter to
+/// inference and are ignored).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct Config {
+    pub vocab_size: usize,
+    pub hidden_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub intermediate_size: usize,
+    pub hidden_act: HiddenAct,
+    pub max_position_embeddings: usize,
+    pub type_vocab_size: usize,
+    pub layer_norm_eps: f64,
+    /// Only `absolute` is supported (checked at load, with an error).
+    #[serde(default = "absolute")]
+    pub position_embedding_type: String,
+}
+
+fn absolute() -> String {
+    "absolute".to_string()
+}
+
+/// The feed-forward activation (`hidden_act`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HiddenAct {
+    Gelu,
+    GeluApproximate,
+    Relu,
+}
 
 /// How the linear layers multiply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,8 +297,11 @@ impl Encoder {
         } else {
             vb.pp("bert")
         };
-        if config.position_embedding_type != PositionEmbeddingType::Absolute {
-            candle_core::bail!("only absolute position embeddings are supported");
+        if config.position_embedding_type != "absolute" {
+            candle_core::bail!(
+                "position embeddings {:?}: only absolute ones are supported",
+                config.position_embedding_type
+            );
         }
         let hidden = config.hidden_size;
         let heads = config.num_attention_heads;

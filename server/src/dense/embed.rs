@@ -30,12 +30,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub use super::bert::Precision;
+use super::bert::{Config, Encoder};
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::Config;
-
-use super::bert::Encoder;
-pub use super::bert::Precision;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
 /// The directory name of the default model.

@@ -95,7 +95,9 @@ pub(super) async fn update_loop(state: Arc<State>) {
             if urgent || tokio::time::Instant::now() >= settle_until {
                 break;
             }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            // Every queued change wakes it (`State::queue`): a save ends
+            // the wait at once, anything else waits out the interval.
+            let _ = tokio::time::timeout_at(settle_until, state.wake.notified()).await;
         }
         let work = std::mem::take(&mut *state.pending.lock().unwrap_or_else(|e| e.into_inner()));
         for folder in state.folders() {

@@ -744,7 +744,9 @@ pub fn apply<'a>(
     let top = fused.iter().map(|f| f.score).fold(0.0f32, f32::max);
     // Each candidate's facts, looked up once for every pass below.
     let chunks: Vec<Option<ChunkFacts<'a>>> = fused.iter().map(|f| facts(f.chunk_id)).collect();
-    if signals.file_coherence > 0.0 && top > 0.0 {
+    let coherence = signals.file_coherence > 0.0 && top > 0.0;
+    let file_name = signals.file_name > 0.0 && top > 0.0 && !query.file_names.is_empty();
+    if coherence || file_name {
         // Per file: the sum of its scores and its best chunk's position.
         let mut files: FxHashMap<&str, (f32, usize)> = FxHashMap::default();
         for (i, (f, chunk)) in fused.iter().zip(&chunks).enumerate() {
@@ -757,26 +759,13 @@ pub fn apply<'a>(
             }
         }
         let max_sum = files.values().map(|v| v.0).fold(0.0f32, f32::max);
-        if max_sum > 0.0 {
-            for (sum, best) in files.into_values() {
+        for (path, (sum, best)) in files {
+            if coherence && max_sum > 0.0 {
                 fused[best].score += signals.file_coherence * top * sum / max_sum;
             }
-        }
-    }
-    if signals.file_name > 0.0 && top > 0.0 && !query.file_names.is_empty() {
-        // The best chunk of each file named after the query's subject.
-        let mut best: FxHashMap<&str, usize> = FxHashMap::default();
-        for (i, chunk) in chunks.iter().enumerate() {
-            if let Some(chunk) = chunk {
-                let entry = best.entry(chunk.path).or_insert(i);
-                if fused[i].score > fused[*entry].score {
-                    *entry = i;
-                }
-            }
-        }
-        for (path, i) in best {
-            if named_file(query, path) {
-                fused[i].score += signals.file_name * top;
+            // A file named after the query's subject.
+            if file_name && named_file(query, path) {
+                fused[best].score += signals.file_name * top;
             }
         }
     }

@@ -296,54 +296,39 @@ fn hit_keys(
         .collect()
 }
 
-/// `quarry search --json` on the workspace, on the cache the language
-/// servers of `common::lsp` use.
-fn cli_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(["search", "--json", "--limit", "10", "--root"])
-        .arg(ws.root())
-        .args(["--", query])
+/// `quarry ARGS` with the model, on the cache the language servers of
+/// `common::lsp` use.
+fn quarry(ws: &Workspace, model: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
         .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
-        .env("QUARRY_MODEL", model)
-        .output()
-        .expect("run quarry search");
+        .env("QUARRY_MODEL", model);
+    command
+}
+
+/// Runs `command` and returns its stdout; its stderr if it fails.
+fn succeed(command: &mut std::process::Command) -> Vec<u8> {
+    let out = command.output().expect("run quarry");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("search JSON")
+    out.stdout
+}
+
+fn cli_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
+    let out = succeed(
+        quarry(ws, model)
+            .args(["search", "--json", "--limit", "10", "--root"])
+            .arg(ws.root())
+            .args(["--", query]),
+    );
+    serde_json::from_slice(&out).expect("search JSON")
 }
 
 fn cli_index(ws: &Workspace, model: &std::path::Path, extra: &[&str]) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .arg("index")
-        .arg(ws.root())
-        .args(extra)
-        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
-        .env("QUARRY_MODEL", model)
-        .output()
-        .expect("run quarry index");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `search_code` of a `quarry mcp` with the model, on the same cache.
-fn mcp_search(ws: &Workspace, model: &std::path::Path, query: &str) -> Value {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_quarry"));
-    command
-        .args(["mcp", "--root"])
-        .arg(ws.root())
-        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg-cache"))
-        .env("QUARRY_MODEL", model);
-    let mut mcp = crate::common::mcp::Mcp::spawn(command);
-    let (is_error, text, structured) =
-        mcp.call("search_code", json!({"query": query, "limit": 10}));
-    assert!(!is_error, "{text}");
-    structured
+    succeed(quarry(ws, model).arg("index").arg(ws.root()).args(extra));
 }
 
 const SAME_ANSWER_QUERIES: [&str; 4] = [
@@ -359,15 +344,21 @@ const SAME_ANSWER_QUERIES: [&str; 4] = [
 fn assert_same_answers(
     ws: &Workspace,
     model: &std::path::Path,
-    lsp: Option<&mut Client>,
+    mut lsp: Option<&mut Client>,
     expect_mode: &str,
 ) {
     let root = std::fs::canonicalize(ws.root()).expect("root");
     let prefix = format!("{}/", uri(&root));
-    let mut lsp = lsp;
+    // One agent's server for every query (its model loads once).
+    let mut agent = crate::common::mcp::Mcp::spawn({
+        let mut command = quarry(ws, model);
+        command.args(["mcp", "--root"]).arg(ws.root());
+        command
+    });
     for query in SAME_ANSWER_QUERIES {
         let cli = cli_search(ws, model, query);
-        let mcp = mcp_search(ws, model, query);
+        let (is_error, text, mcp) = agent.call("search_code", json!({"query": query, "limit": 10}));
+        assert!(!is_error, "{text}");
         let from_disk = |r: &Value| {
             (
                 r["mode"].clone(),

@@ -106,6 +106,14 @@ impl Layout {
                 .any(|(end, _)| self.superseded.contains(&path[..end]))
     }
 
+    /// A layout whose superseded folders are already known (read off the
+    /// whole repository when it was pushed to a hub).
+    pub fn from_folders<'a>(folders: impl IntoIterator<Item = &'a str>) -> Layout {
+        Layout {
+            superseded: folders.into_iter().map(Box::from).collect(),
+        }
+    }
+
     /// The superseded folders, sorted (for status and tests).
     pub fn superseded(&self) -> Vec<&str> {
         let mut out: Vec<&str> = self.superseded.iter().map(|s| &**s).collect();

@@ -12,6 +12,7 @@ pub mod confine;
 pub mod dense;
 pub mod engine;
 pub mod filter;
+pub mod hub;
 pub mod index;
 pub mod jsonrpc;
 pub mod layout;

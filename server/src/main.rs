@@ -14,6 +14,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod hub_cli;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -39,6 +41,19 @@ struct FilterArgs {
     /// Only this kind of definition (repeatable; function, method, class...).
     #[arg(long, value_name = "KIND")]
     kind: Vec<String>,
+}
+
+/// Where a search or push goes instead of the local index.
+#[derive(Args, Debug)]
+struct HubArgs {
+    /// A shared index in PostgreSQL with pgvector
+    /// (`postgres://user@host:5432/db`); also $QUARRY_HUB.
+    #[arg(long, value_name = "URL", env = "QUARRY_HUB", hide_env_values = true)]
+    hub: Option<String>,
+    /// With --hub: only repositories whose names match this glob
+    /// (repeatable; `serde*`); all the role may read by default.
+    #[arg(long = "repo", value_name = "GLOB", requires = "hub")]
+    repos: Vec<String>,
 }
 
 #[derive(Args, Clone)]
@@ -187,7 +202,40 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         queries: Option<PathBuf>,
         #[command(flatten)]
+        hub: HubArgs,
+        #[command(flatten)]
         common: CommonArgs,
+    },
+    /// Write a checkout into a shared hub (PostgreSQL with pgvector) as a
+    /// repository at a commit: only files whose content changed since the
+    /// hub's copy move, in one transaction.
+    Push {
+        /// Checkout root.
+        #[arg(default_value = ".")]
+        root: PathBuf,
+        /// The hub (`postgres://user@host:5432/db`); also $QUARRY_HUB.
+        #[arg(long, value_name = "URL", env = "QUARRY_HUB", hide_env_values = true)]
+        hub: String,
+        /// The repository's name in the hub (default: the root folder's name).
+        #[arg(long, value_name = "NAME")]
+        repo: Option<String>,
+        /// The commit pushed (default: `git rev-parse HEAD` of the root).
+        #[arg(long, value_name = "SHA")]
+        commit: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// Let a PostgreSQL role read a repository of the hub (every other
+    /// repository's rows stay invisible to it).
+    Grant {
+        #[arg(long, value_name = "URL", env = "QUARRY_HUB", hide_env_values = true)]
+        hub: String,
+        #[arg(long, value_name = "NAME")]
+        repo: String,
+        #[arg(long, value_name = "ROLE")]
+        role: String,
     },
     /// Find definitions by (fuzzy) name: `lookup`, `GraphStore::lookup`, `gsl`.
     Symbols {
@@ -320,7 +368,7 @@ fn pin_compute_threads(cli: &Cli) {
         return;
     }
     let threads = match cli.command {
-        Command::Index { .. } | Command::Bench { .. } => cores,
+        Command::Index { .. } | Command::Bench { .. } | Command::Push { .. } => cores,
         _ => cores.saturating_sub(1).max(1),
     };
     std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
@@ -531,6 +579,7 @@ fn run(cli: Cli) -> Result<()> {
             per_file_cap,
             rank,
             queries,
+            hub,
             common,
         } => {
             let query = query.unwrap_or_default();
@@ -563,6 +612,15 @@ fn run(cli: Cli) -> Result<()> {
                         .collect()
                 })
                 .transpose()?;
+            if let Some(url) = &hub.hub {
+                let scope = quarry::hub::RepoScope { globs: hub.repos };
+                let lines = batch.is_some();
+                let queries = batch.unwrap_or_else(|| vec![query]);
+                let dense = dense_engine(&common, false);
+                return hub_cli::search(
+                    url, &scope, &queries, &options, &dense, json, lines, &mut out,
+                );
+            }
             let index = open(root, &common)?;
             let mut stats = refresh_or_warn(&index);
             if stats.files_behind > 0 && !index.is_writer() {
@@ -627,6 +685,44 @@ fn run(cli: Cli) -> Result<()> {
             // thousands of chunk records on a large corpus) to the OS instead
             // of freeing it piece by piece, which cost ~5% of a search.
             std::mem::forget(engine);
+        }
+        Command::Push {
+            root,
+            hub,
+            repo,
+            commit,
+            json,
+            common,
+        } => {
+            let repo = match repo {
+                Some(repo) => repo,
+                None => std::fs::canonicalize(&root)
+                    .with_context(|| format!("reading {}", root.display()))?
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .context("the root has no folder name: give --repo")?,
+            };
+            let commit = commit.unwrap_or_else(|| hub_cli::head_commit(&root));
+            let index = open(root, &common)?;
+            let stats = refresh(&index, !json)?;
+            let stats = wait_for_writer(&index, stats, std::time::Duration::from_secs(10))?;
+            if stats.files_behind > 0 {
+                anyhow::bail!(
+                    "another quarry process owns this index and has not indexed {} changed file(s): push again",
+                    stats.files_behind
+                );
+            }
+            let dense = dense_engine(&common, true);
+            if let (Some(reason), false) = (dense.unavailable_reason(), common.lexical) {
+                eprintln!(
+                    "quarry: pushing without vectors ({reason}): the hub will answer lexically"
+                );
+            }
+            hub_cli::push(&hub, &repo, &commit, &index, &dense, json, &mut out)?;
+        }
+        Command::Grant { hub, repo, role } => {
+            hub_cli::grant(&hub, &repo, &role)?;
+            writeln!(out, "granted {role} read access to {repo}")?;
         }
         Command::Symbols {
             query,

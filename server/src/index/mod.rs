@@ -179,9 +179,63 @@ pub struct Snapshot {
     pub static_vectors: Option<Arc<VectorIndex>>,
     /// Folder-layout facts of the indexed files (superseded copies).
     pub layout: Arc<Layout>,
+    /// Document frequencies counted over a larger corpus than `segments`
+    /// (a hub's candidate snapshot holds a few files of a repository whose
+    /// statistics are the whole repository's); `None`: count the segments.
+    pub term_df: Option<Arc<FxHashMap<String, u64>>>,
 }
 
 impl Snapshot {
+    /// A snapshot of segments built apart from any workspace index (a hub
+    /// query's candidate files), with the corpus statistics and document
+    /// frequencies of the corpus they were drawn from. Chunk ids must not
+    /// overlap between segments.
+    pub fn assemble(
+        root: PathBuf,
+        segments: Vec<Arc<Segment>>,
+        stats: CorpusStats,
+        term_df: FxHashMap<String, u64>,
+        vectors: Option<Arc<VectorIndex>>,
+        layout: Arc<Layout>,
+    ) -> Snapshot {
+        let mut summary = Summary {
+            segments: segments.len() as u64,
+            ..Summary::default()
+        };
+        for segment in &segments {
+            summary.chunks += segment.chunks.len() as u64;
+            summary.files_indexed += segment.paths.len() as u64;
+        }
+        Snapshot {
+            root,
+            segments,
+            dead: Arc::new(Vec::new()),
+            stats,
+            summary,
+            bm25: Bm25Config::default(),
+            vectors,
+            static_vectors: None,
+            layout,
+            term_df: Some(Arc::new(term_df)),
+        }
+    }
+
+    /// Documents holding `term`: from `term_df` when the snapshot carries
+    /// its corpus's counts, else over every segment.
+    pub fn df(&self, term: &str) -> u64 {
+        if let Some(counts) = &self.term_df {
+            return counts.get(term).copied().unwrap_or(0);
+        }
+        self.segments
+            .iter()
+            .filter_map(|s| {
+                s.lexical
+                    .term_ordinal(term)
+                    .map(|ord| u64::from(s.lexical.df(ord)))
+            })
+            .sum()
+    }
+
     /// Embedded chunks and live chunks. The first can lag or lead by a few
     /// while an update races the embedder.
     pub fn coverage(&self) -> (u64, u64) {
@@ -1397,7 +1451,7 @@ fn classify(bytes: Vec<u8>) -> Result<String, SkipReason> {
 
 /// Chunks a file; a panic inside a grammar or query is contained and the
 /// file is indexed as plain text instead.
-fn safe_chunk(path: &str, text: &str, language: Language) -> Vec<Chunk> {
+pub(crate) fn safe_chunk(path: &str, text: &str, language: Language) -> Vec<Chunk> {
     std::panic::catch_unwind(|| chunk_file(path, text, language))
         .or_else(|_| std::panic::catch_unwind(|| chunk_file(path, text, Language::Text)))
         .unwrap_or_default()
@@ -1583,5 +1637,6 @@ fn make_snapshot(
         vectors,
         static_vectors: None,
         layout,
+        term_df: None,
     }
 }

@@ -354,6 +354,17 @@ impl LexicalSegment {
         found
     }
 
+    /// Calls `f` with every term and its ordinal, in byte order.
+    pub fn for_each_term(&self, mut f: impl FnMut(&str, usize)) {
+        use fst::{IntoStreamer, Streamer};
+        let mut stream = self.terms.stream().into_stream();
+        while let Some((term, ordinal)) = stream.next() {
+            if let Ok(term) = std::str::from_utf8(term) {
+                f(term, ordinal as usize);
+            }
+        }
+    }
+
     pub fn df(&self, ordinal: usize) -> u32 {
         le_u32(&self.table, ordinal * TERM_ENTRY).unwrap_or(0)
     }

@@ -197,10 +197,16 @@ pub(super) fn lexical_branch(
         })
         .collect();
     let mut df = vec![0u64; scored.len()];
-    for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
-        for (i, ord) in ords.iter().enumerate() {
-            if let Some(ord) = ord {
-                df[i] += u64::from(segment.lexical.df(*ord));
+    if snapshot.term_df.is_some() {
+        for (count, term) in df.iter_mut().zip(&scored) {
+            *count = snapshot.df(&term.term);
+        }
+    } else {
+        for (segment, ords) in snapshot.segments.iter().zip(&ordinals) {
+            for (i, ord) in ords.iter().enumerate() {
+                if let Some(ord) = ord {
+                    df[i] += u64::from(segment.lexical.df(*ord));
+                }
             }
         }
     }
@@ -349,17 +355,9 @@ pub(super) fn lexical_branch(
     list
 }
 
-/// Documents holding `term`, over every segment.
+/// Documents holding `term` in the snapshot's corpus.
 fn global_df(snapshot: &Snapshot, term: &str) -> u64 {
-    snapshot
-        .segments
-        .iter()
-        .filter_map(|s| {
-            s.lexical
-                .term_ordinal(term)
-                .map(|ord| u64::from(s.lexical.df(ord)))
-        })
-        .sum()
+    snapshot.df(term)
 }
 
 /// One term the lexical branch scores.

@@ -3,6 +3,7 @@
 
 pub mod lsp;
 pub mod mcp;
+pub mod postgres;
 
 use quarry::index::{Index, IndexConfig};
 use std::path::{Path, PathBuf};

@@ -8,4 +8,5 @@ mod common;
 mod cli;
 mod confinement;
 mod hostile;
+mod hub;
 mod multiprocess;

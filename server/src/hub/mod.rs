@@ -1,0 +1,245 @@
+//! The hub: a shared index of many repositories in PostgreSQL with
+//! pgvector, built once (by CI, by a server-side indexer) and searched by
+//! every developer's CLI, language server and agent.
+//!
+//! Owns: the connection ([`Hub`]), the schema (`schema`), writing a
+//! repository at a commit (`push`) and answering a query over the
+//! repositories a role may read (`query`). PostgreSQL retrieves
+//! candidates (HNSW over `halfvec` for meaning, a term table for words, a
+//! name index for identifiers); Quarry ranks them with the same stages as
+//! the local index (`search::search_blended` over a snapshot of the
+//! candidate files, with the repository's own corpus statistics).
+//!
+//! Invariants: a push is one transaction, so readers see a repository at
+//! its old commit or its new one, never a mix; every value in a statement
+//! is a parameter (role names, the one identifier a statement must spell
+//! out, go through [`quote_ident`]).
+//! Never: show a connection string's password (errors and logs carry
+//! [`redact`]ed URLs), or run without the schema version it was built for.
+
+mod push;
+mod query;
+mod schema;
+
+pub use push::{push, PushStats};
+pub use query::{search, HubHit, HubResults, RepoScope};
+
+use std::time::Duration;
+use thiserror::Error;
+use tokio_postgres::config::SslMode;
+use tokio_postgres::{Client, Config, NoTls};
+
+#[derive(Debug, Error)]
+pub enum HubError {
+    #[error("hub URL {0} is not a PostgreSQL connection string")]
+    Url(String),
+    #[error("hub {url}: TLS was asked for (sslmode=require), and this build speaks only plain TCP: use sslmode=disable on a trusted network or a local TLS tunnel")]
+    Tls { url: String },
+    #[error("hub {url}: cannot connect")]
+    Connect {
+        url: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("hub: {context}")]
+    Sql {
+        context: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    #[error("hub schema is version {found}; this quarry reads version {expected} (push again with a matching quarry)")]
+    Version { found: i32, expected: i32 },
+    #[error("hub: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+}
+
+/// `Sql` errors with what was being done.
+pub(crate) fn sql(context: &'static str) -> impl FnOnce(tokio_postgres::Error) -> HubError {
+    move |source| HubError::Sql { context, source }
+}
+
+/// How long a connection attempt may take before the hub counts as down.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A connection to a hub whose schema is current.
+pub struct Hub {
+    client: Client,
+    url: String,
+}
+
+impl Hub {
+    /// Connects (plain TCP, a [`CONNECT_TIMEOUT`]) and creates or checks
+    /// the schema. The connection runs on the current tokio runtime.
+    pub async fn connect(url: &str) -> Result<Hub, HubError> {
+        let shown = redact(url);
+        let mut config: Config = url.parse().map_err(|_| HubError::Url(shown.clone()))?;
+        if config.get_ssl_mode() == SslMode::Require {
+            return Err(HubError::Tls { url: shown });
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("quarry");
+        }
+        let (client, connection) =
+            config
+                .connect(NoTls)
+                .await
+                .map_err(|source| HubError::Connect {
+                    url: shown.clone(),
+                    source,
+                })?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped or the server goes away; the
+            // next statement then fails with the reason.
+            let _ = connection.await;
+        });
+        schema::ensure(&client).await?;
+        Ok(Hub { client, url: shown })
+    }
+
+    /// The URL with its password hidden.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Lets `role` read `repo` (search, symbols, context): the row-level
+    /// policy shows a repository's rows only to roles granted it.
+    pub async fn grant(&self, repo: &str, role: &str) -> Result<(), HubError> {
+        schema::grant(&self.client, repo, role).await
+    }
+
+    /// The repositories this connection's role may read, with their
+    /// commits and chunk counts.
+    pub async fn repos(&self) -> Result<Vec<(String, String, i64)>, HubError> {
+        let rows = self
+            .client
+            .query(
+                "SELECT name, commit_id, n_docs FROM quarry_repos ORDER BY name",
+                &[],
+            )
+            .await
+            .map_err(sql("listing repositories"))?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+}
+
+/// `url` with any password replaced by `***`, in both of PostgreSQL's
+/// forms (`postgres://user:secret@host/db`, `password=secret host=...`).
+pub fn redact(url: &str) -> String {
+    if let Some(scheme_end) = url.find("://") {
+        let rest = &url[scheme_end + 3..];
+        let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        let redacted = match authority.rfind('@') {
+            Some(at) => match authority[..at].find(':') {
+                Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
+                None => authority.to_string(),
+            },
+            None => authority.to_string(),
+        };
+        let mut query = rest[authority_end..].to_string();
+        if let Some(q) = query.find('?') {
+            let (path, params) = query.split_at(q + 1);
+            let params: Vec<String> = params
+                .split('&')
+                .map(|p| match p.split_once('=') {
+                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                    _ => p.to_string(),
+                })
+                .collect();
+            query = format!("{path}{}", params.join("&"));
+        }
+        return format!("{}{}{}", &url[..scheme_end + 3], redacted, query);
+    }
+    // Key-value form: hide the value after `password=` (quoted or not).
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(at) = rest.find("password") {
+        let after = &rest[at + "password".len()..];
+        let eq = after.trim_start();
+        if !eq.starts_with('=') {
+            out.push_str(&rest[..at + "password".len()]);
+            rest = after;
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        out.push_str("password=***");
+        let value = eq[1..].trim_start();
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            let mut end = quoted.len();
+            let bytes = quoted.as_bytes();
+            let mut i = 0;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'\\' => i += 2,
+                    b'\'' => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => i += 1,
+                }
+            }
+            1 + end.min(quoted.len())
+        } else {
+            value.find(char::is_whitespace).unwrap_or(value.len())
+        };
+        rest = &value[end.min(value.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `name` as a quoted SQL identifier (`"a""b"` for `a"b`): for the role
+/// names a `GRANT` must spell out, which no parameter can stand for.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_passwords_in_both_forms() {
+        let cases = [
+            (
+                "postgres://quarry:s3cret@127.0.0.1:5432/hub",
+                "postgres://quarry:***@127.0.0.1:5432/hub",
+            ),
+            (
+                "postgresql://u:p%40ss@h/db?sslmode=disable&password=x",
+                "postgresql://u:***@h/db?sslmode=disable&password=***",
+            ),
+            ("postgres://u@h/db", "postgres://u@h/db"),
+            (
+                "host=h user=u password=s3cret dbname=d",
+                "host=h user=u password=*** dbname=d",
+            ),
+            (
+                "host=h password = 'a b\\' c' dbname=d",
+                "host=h password=*** dbname=d",
+            ),
+        ];
+        for (url, want) in cases {
+            let got = redact(url);
+            assert_eq!(got, want, "{url}");
+            assert!(!got.contains("s3cret") && !got.contains("p%40ss"));
+        }
+    }
+
+    #[test]
+    fn identifiers_are_quoted_whole() {
+        assert_eq!(quote_ident("team"), "\"team\"");
+        assert_eq!(
+            quote_ident("x\"; DROP TABLE t; --"),
+            "\"x\"\"; DROP TABLE t; --\""
+        );
+    }
+}

@@ -1,0 +1,547 @@
+//! Answering a query from the hub.
+//!
+//! Owns: candidate retrieval in PostgreSQL (the lexical term table scored
+//! BM25-style, HNSW over the chunks' vectors, the name index) and the
+//! candidate snapshot: the candidate files rebuilt as segments, one per
+//! repository, carrying the repositories' own corpus statistics and
+//! document frequencies, so `search::search_blended` ranks them exactly
+//! as it ranks the local index (fusion, exact priority, phrases, the
+//! code-aware signals, per-file caps).
+//! Never: rank in SQL beyond choosing candidates, or read a row the role
+//! may not (row-level security filters every table).
+
+use super::push::vector_text;
+use super::schema::DIM;
+use super::{sql, Hub, HubError};
+use crate::chunk::{Chunk, ChunkKind, Language};
+use crate::dense::vectors::VectorIndex;
+use crate::dense::DenseEngine;
+use crate::index::segment::{ParsedFile, SegmentBuilder};
+use crate::index::Snapshot;
+use crate::layout::Layout;
+use crate::lexical::{Bm25Config, CorpusStats, Query};
+use crate::rank::signals::stem;
+use crate::search::{search_blended, Coverage, Hit, SearchOptions, TextSource, MAX_QUERY_BYTES};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which repositories a query reads: every one the role may, or those
+/// whose names match any of some globs (`*` any run, `?` one character).
+#[derive(Clone, Debug, Default)]
+pub struct RepoScope {
+    pub globs: Vec<String>,
+}
+
+/// A hit and where it comes from.
+#[derive(Clone, Debug, Serialize)]
+pub struct HubHit {
+    pub repo: String,
+    pub commit: String,
+    #[serde(flatten)]
+    pub hit: Hit,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct HubResults {
+    pub mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub coverage: Coverage,
+    pub hits: Vec<HubHit>,
+    pub no_match: bool,
+    /// Repositories searched.
+    pub repos: usize,
+    /// Files ranked (the candidates PostgreSQL chose).
+    pub candidate_files: usize,
+}
+
+/// Chunks the lexical candidate query returns.
+const LEXICAL_DEPTH: i64 = 200;
+/// Chunks the vector candidate query returns.
+const DENSE_DEPTH: i64 = 100;
+/// Chunks the name candidate query returns.
+const NAME_DEPTH: i64 = 100;
+/// Files rebuilt and ranked, taken from the three lists in turn.
+const MAX_FILES: usize = 120;
+/// Weight of a stem variant's idf next to the word as typed (as the local
+/// lexical branch counts it).
+const STEM_VARIANT_WEIGHT: f32 = 0.7;
+
+/// A file of the hub: (repository id, path).
+type FileKey = (i32, String);
+
+/// A chunk as the hub holds it, with its vector when it has one.
+type StoredChunk = (Chunk, Option<Vec<f32>>);
+
+struct Repo {
+    id: i32,
+    name: String,
+    commit: String,
+    n_docs: i64,
+    sums: Vec<i64>,
+    superseded: Vec<String>,
+    model: String,
+}
+
+/// Searches the repositories in `scope` the role may read. `dense` embeds
+/// the query; without it (or without vectors in the hub) the answer is
+/// lexical and says why.
+pub async fn search(
+    hub: &Hub,
+    scope: &RepoScope,
+    query_text: &str,
+    options: &SearchOptions,
+    dense: Option<&DenseEngine>,
+) -> Result<HubResults, HubError> {
+    let client = &hub.client;
+    let mut out = HubResults {
+        mode: "lexical",
+        reason: None,
+        coverage: Coverage {
+            embedded: 0,
+            total: 0,
+        },
+        hits: Vec::new(),
+        no_match: true,
+        repos: 0,
+        candidate_files: 0,
+    };
+    let patterns: Vec<String> = if scope.globs.is_empty() {
+        vec!["%".to_string()]
+    } else {
+        scope.globs.iter().map(|g| like_pattern(g)).collect()
+    };
+    let repos: Vec<Repo> = client
+        .query(
+            "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
+             FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
+            &[&patterns],
+        )
+        .await
+        .map_err(sql("choosing repositories"))?
+        .into_iter()
+        .map(|r| Repo {
+            id: r.get(0),
+            name: r.get(1),
+            commit: r.get(2),
+            n_docs: r.get(3),
+            sums: r.get(4),
+            superseded: r.get(5),
+            model: r.get(6),
+        })
+        .collect();
+    out.repos = repos.len();
+    if repos.is_empty() {
+        out.reason = Some("no repository in the hub matches (or this role is granted none)".into());
+        return Ok(out);
+    }
+    let repo_ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
+    let mut stats = CorpusStats::default();
+    for repo in &repos {
+        stats.n_docs += repo.n_docs.max(0) as u64;
+        for (sum, x) in stats.field_len_sums.iter_mut().zip(&repo.sums) {
+            *sum += (*x).max(0) as u64;
+        }
+    }
+    let query_text = bounded(query_text);
+    let query = Query::parse(query_text);
+
+    // Document frequencies of the query's terms and of their stem variants.
+    let roots: Vec<String> = query
+        .terms
+        .iter()
+        .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()))
+        .map(|w| format!("{}%", escape_like(&stem(w))))
+        .collect();
+    let term_df: FxHashMap<String, u64> = client
+        .query(
+            "SELECT term, sum(df)::bigint FROM quarry_df
+             WHERE repo_id = ANY($1) AND (term = ANY($2) OR term LIKE ANY($3))
+             GROUP BY term",
+            &[&repo_ids, &query.terms, &roots],
+        )
+        .await
+        .map_err(sql("reading document frequencies"))?
+        .into_iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
+        .collect();
+
+    // Candidates, three lists of (repository, path).
+    let (terms, weights): (Vec<String>, Vec<f32>) = term_df
+        .iter()
+        .map(|(term, df)| {
+            let typed = query.terms.iter().position(|t| t == term);
+            let weight = typed.map_or(STEM_VARIANT_WEIGHT, |i| {
+                query.weights.get(i).copied().unwrap_or(1.0)
+            });
+            (term.clone(), weight * stats.idf(*df))
+        })
+        .unzip();
+    let k1 = Bm25Config::default().k1;
+    let lexical = file_list(
+        client
+            .query(
+                "WITH q AS (SELECT * FROM unnest($2::text[], $3::real[]) AS q (term, w)),
+                      s AS (SELECT t.chunk_id, sum(q.w * t.weight / ($4 + t.weight)) AS score
+                            FROM q JOIN quarry_terms t ON t.term = q.term AND t.repo_id = ANY($1)
+                            GROUP BY t.chunk_id ORDER BY score DESC LIMIT $5)
+                 SELECT c.repo_id, c.path FROM s JOIN quarry_chunks c ON c.id = s.chunk_id
+                 ORDER BY s.score DESC",
+                &[&repo_ids, &terms, &weights, &k1, &LEXICAL_DEPTH],
+            )
+            .await
+            .map_err(sql("finding lexical candidates"))?,
+    );
+    let names: Vec<String> = name_words(query_text);
+    let named = file_list(
+        client
+            .query(
+                "SELECT repo_id, path FROM quarry_chunks
+                 WHERE lower(name) = ANY($2) AND repo_id = ANY($1) LIMIT $3",
+                &[&repo_ids, &names, &NAME_DEPTH],
+            )
+            .await
+            .map_err(sql("finding name candidates"))?,
+    );
+    let engine = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM);
+    let same_model = engine
+        .and_then(DenseEngine::model_id)
+        .is_some_and(|m| repos.iter().all(|r| r.model == m));
+    let query_vector = match engine {
+        Some(engine) if same_model => engine.embed_query(query_text).ok(),
+        _ => None,
+    };
+    let near = match &query_vector {
+        Some(vector) => file_list(
+            client
+                .query(
+                    "SELECT repo_id, path FROM quarry_chunks
+                     WHERE repo_id = ANY($1) AND embedding IS NOT NULL
+                     ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
+                    &[&repo_ids, &vector_text(vector), &DENSE_DEPTH],
+                )
+                .await
+                .map_err(sql("finding vector candidates"))?,
+        ),
+        None => Vec::new(),
+    };
+    let files = interleave(&[lexical, named, near], MAX_FILES);
+    out.candidate_files = files.len();
+    if files.is_empty() {
+        out.reason = Some("no chunk in the hub holds the query's words or names".into());
+        return Ok(out);
+    }
+
+    // The candidate files, rebuilt.
+    let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files.iter().cloned().unzip();
+    let texts: FxHashMap<(i32, String), (Language, String)> = client
+        .query(
+            "SELECT f.repo_id, f.path, f.language, f.body FROM quarry_files f
+             JOIN unnest($1::int[], $2::text[]) AS k (r, p) ON f.repo_id = k.r AND f.path = k.p",
+            &[&file_repos, &file_paths],
+        )
+        .await
+        .map_err(sql("reading candidate files"))?
+        .into_iter()
+        .map(|r| {
+            let language = Language::from_name(r.get(2)).unwrap_or(Language::Text);
+            ((r.get(0), r.get(1)), (language, r.get(3)))
+        })
+        .collect();
+    let mut chunks: FxHashMap<FileKey, Vec<StoredChunk>> = FxHashMap::default();
+    for r in client
+        .query(
+            "SELECT c.repo_id, c.path, c.kind, c.name, c.qualified_name, c.container,
+                    c.byte_start, c.byte_end, c.start_line, c.end_line, c.name_line,
+                    c.name_column, c.signature, c.doc, c.embedding::text
+             FROM quarry_chunks c
+             JOIN unnest($1::int[], $2::text[]) AS k (r, p) ON c.repo_id = k.r AND c.path = k.p",
+            &[&file_repos, &file_paths],
+        )
+        .await
+        .map_err(sql("reading candidate chunks"))?
+    {
+        let key: (i32, String) = (r.get(0), r.get(1));
+        let Some((language, _)) = texts.get(&key) else {
+            continue;
+        };
+        let Some(kind) = ChunkKind::from_name(r.get(2)) else {
+            continue;
+        };
+        let chunk = Chunk {
+            language: *language,
+            kind,
+            name: r.get(3),
+            qualified_name: r.get(4),
+            container: r.get(5),
+            byte_start: r.get::<_, i32>(6) as u32,
+            byte_end: r.get::<_, i32>(7) as u32,
+            start_line: r.get::<_, i32>(8) as u32,
+            end_line: r.get::<_, i32>(9) as u32,
+            name_line: r.get::<_, i32>(10) as u32,
+            name_column: r.get::<_, i32>(11) as u32,
+            signature: r.get(12),
+            doc: r.get(13),
+        };
+        let vector = r
+            .get::<_, Option<String>>(14)
+            .and_then(|t| parse_vector(&t));
+        chunks.entry(key).or_default().push((chunk, vector));
+    }
+
+    let prefixed = repos.len() > 1;
+    let shown = |repo: &Repo, path: &str| {
+        if prefixed {
+            format!("{}/{path}", repo.name)
+        } else {
+            path.to_string()
+        }
+    };
+    let vectors = match (engine, same_model) {
+        (Some(engine), true) => engine
+            .model_id()
+            .and_then(|m| VectorIndex::new(m, DIM).ok())
+            .map(Arc::new),
+        _ => None,
+    };
+    let mut segments = Vec::new();
+    let mut segment_repo: Vec<(u32, u32, usize)> = Vec::new();
+    let mut text = HubText::default();
+    let mut next_id = 0u32;
+    let mut pending_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
+    for (r, repo) in repos.iter().enumerate() {
+        let mut builder = SegmentBuilder::new();
+        let first = next_id;
+        for (repo_id, path) in &files {
+            if *repo_id != repo.id {
+                continue;
+            }
+            let key = (*repo_id, path.clone());
+            let (Some((language, body)), Some(file_chunks)) =
+                (texts.get(&key), chunks.remove(&key))
+            else {
+                continue;
+            };
+            let mut file_chunks = file_chunks;
+            file_chunks.sort_by(|a, b| {
+                a.0.byte_start
+                    .cmp(&b.0.byte_start)
+                    .then(b.0.byte_end.cmp(&a.0.byte_end))
+            });
+            let path = shown(repo, path);
+            for (i, (_, vector)) in file_chunks.iter_mut().enumerate() {
+                if let Some(vector) = vector.take() {
+                    pending_vectors.push((next_id + i as u32, vector));
+                }
+            }
+            next_id += file_chunks.len() as u32;
+            builder.add_file(ParsedFile {
+                path: &path,
+                size: body.len() as u64,
+                mtime_ns: 0,
+                stamp: 0,
+                hash: [0; 32],
+                language: *language,
+                text: body,
+                chunks: file_chunks.into_iter().map(|(c, _)| c).collect(),
+            });
+            text.files.insert(path, body.clone());
+        }
+        if builder.n_chunks() == 0 {
+            continue;
+        }
+        segments.push(Arc::new(builder.finish(r as u64, first)));
+        segment_repo.push((first, next_id, r));
+    }
+    if let Some(index) = &vectors {
+        let entries: Vec<(u32, &[f32])> = pending_vectors
+            .iter()
+            .filter(|(_, v)| v.len() == DIM)
+            .map(|(id, v)| (*id, v.as_slice()))
+            .collect();
+        index
+            .add(&entries)
+            .map_err(|e| HubError::Invalid(format!("candidate vectors: {e}")))?;
+    }
+    let layout = Layout::from_folders(
+        repos
+            .iter()
+            .flat_map(|repo| repo.superseded.iter().map(move |f| shown(repo, f)))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str),
+    );
+    let snapshot = Snapshot::assemble(
+        PathBuf::new(),
+        segments,
+        stats,
+        term_df,
+        vectors,
+        Arc::new(layout),
+    );
+    let engine = if same_model { engine } else { None };
+    let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
+    out.mode = results.mode;
+    let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
+    out.reason = if usable && !same_model {
+        Some("the hub holds no vectors of this model: lexical-only search".into())
+    } else {
+        results.reason
+    };
+    out.coverage = results.coverage;
+    out.no_match = results.no_match;
+    out.hits = results
+        .hits
+        .into_iter()
+        .filter_map(|mut hit| {
+            let &(_, _, r) = segment_repo
+                .iter()
+                .find(|(first, end, _)| (*first..*end).contains(&hit.chunk_id))?;
+            let repo = &repos[r];
+            if prefixed {
+                if let Some(rest) = hit.path.strip_prefix(&format!("{}/", repo.name)) {
+                    hit.path = rest.to_string();
+                }
+            }
+            Some(HubHit {
+                repo: repo.name.clone(),
+                commit: repo.commit.clone(),
+                hit,
+            })
+        })
+        .collect();
+    Ok(out)
+}
+
+/// The file texts of the candidate snapshot.
+#[derive(Default)]
+struct HubText {
+    files: FxHashMap<String, String>,
+}
+
+impl TextSource for HubText {
+    fn text(&mut self, path: &str) -> Option<&str> {
+        self.files.get(path).map(String::as_str)
+    }
+}
+
+/// At most [`MAX_QUERY_BYTES`] of `query`, cut on a character boundary.
+fn bounded(query: &str) -> &str {
+    if query.len() <= MAX_QUERY_BYTES {
+        return query;
+    }
+    let mut end = MAX_QUERY_BYTES;
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    &query[..end]
+}
+
+/// Distinct (repository, path) pairs in first-seen order.
+fn file_list(rows: Vec<tokio_postgres::Row>) -> Vec<(i32, String)> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    rows.into_iter()
+        .map(|r| (r.get::<_, i32>(0), r.get::<_, String>(1)))
+        .filter(|key| seen.insert(key.clone()))
+        .collect()
+}
+
+/// The lists' files taken in turn (first of each, then second of each),
+/// each once, at most `max`.
+fn interleave(lists: &[Vec<(i32, String)>], max: usize) -> Vec<(i32, String)> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut out = Vec::new();
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        for list in lists {
+            if let Some(key) = list.get(i) {
+                if out.len() < max && seen.insert(key.clone()) {
+                    out.push(key.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The query's words that could be names (`GraphStore::lookup` gives
+/// `graphstore` and `lookup`), lower-cased.
+fn name_words(query: &str) -> Vec<String> {
+    let mut words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| w.len() >= 2)
+        .map(str::to_lowercase)
+        .collect();
+    words.sort();
+    words.dedup();
+    words.truncate(64);
+    words
+}
+
+/// A LIKE pattern for a glob: `*` any run, `?` one character, the rest
+/// literal.
+fn like_pattern(glob: &str) -> String {
+    let mut out = String::new();
+    for c in glob.chars() {
+        match c {
+            '*' => out.push('%'),
+            '?' => out.push('_'),
+            '%' | '_' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn escape_like(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// pgvector's text form back to floats.
+fn parse_vector(text: &str) -> Option<Vec<f32>> {
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    inner.split(',').map(|x| x.trim().parse().ok()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_become_like_patterns_with_literals_escaped() {
+        assert_eq!(like_pattern("serde*"), "serde%");
+        assert_eq!(like_pattern("a_b?%"), "a\\_b_\\%");
+    }
+
+    #[test]
+    fn candidate_lists_are_taken_in_turn() {
+        let a = vec![(1, "a".to_string()), (1, "b".to_string())];
+        let b = vec![(1, "b".to_string()), (1, "c".to_string())];
+        let got = interleave(&[a, b], 10);
+        let paths: Vec<&str> = got.iter().map(|(_, p)| p.as_str()).collect();
+        assert_eq!(paths, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn vectors_round_trip_through_text() {
+        assert_eq!(parse_vector("[0.5,-1,0.25]"), Some(vec![0.5, -1.0, 0.25]));
+        assert_eq!(parse_vector("0.5"), None);
+    }
+
+    #[test]
+    fn names_are_split_out_of_paths() {
+        assert_eq!(name_words("GraphStore::lookup x"), ["graphstore", "lookup"]);
+    }
+}

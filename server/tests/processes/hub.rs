@@ -1,0 +1,553 @@
+//! The shared hub against real PostgreSQL servers (see
+//! `common::postgres`): a push then a search answers as the local index
+//! does; a one-file change moves one file; a push killed half-way leaves
+//! the previous commit whole; a role sees only the repositories it was
+//! granted; hostile names and queries change no data; a hub that is down
+//! gives a clear error without the password.
+
+use crate::common::postgres::Postgres;
+use crate::common::{golden, Workspace};
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn quarry(ws: &Workspace, args: &[&str]) -> Output {
+    command(ws, args).output().expect("run quarry")
+}
+
+fn command(ws: &Workspace, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(args)
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .env_remove("QUARRY_HUB")
+        .current_dir(ws.root());
+    command
+}
+
+fn succeed(output: Output) -> String {
+    assert!(
+        output.status.success(),
+        "quarry failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn push(ws: &Workspace, url: &str, repo: &str, commit: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "push", "--hub", url, "--repo", repo, "--commit", commit, "--json",
+    ];
+    args.extend_from_slice(extra);
+    serde_json::from_str(&succeed(quarry(ws, &args))).expect("push stats json")
+}
+
+fn model_present() -> bool {
+    match quarry::dense::embed::locate_model(None) {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var("QUARRY_REQUIRE_MODEL").as_deref() == Ok("1") {
+                panic!("QUARRY_REQUIRE_MODEL=1 but the model is missing: {e}");
+            }
+            false
+        }
+    }
+}
+
+/// Queries of every kind: the fixture's definition names (identifiers),
+/// qualified names, and questions in words.
+fn queries() -> Vec<String> {
+    let mut queries: Vec<String> = golden()
+        .into_iter()
+        .step_by(9)
+        .map(|g| g.qualified_name)
+        .collect();
+    queries.extend(
+        [
+            "retry a failed request",
+            "token bucket rate limiter refill",
+            "circuit breaker opens after failures",
+            "priority queue pop the smallest",
+            "session store expiry",
+            "\"not found\"",
+        ]
+        .map(String::from),
+    );
+    queries
+}
+
+/// Each query's hits as (path, start line, symbol).
+fn hits_of(lines: &str) -> Vec<Vec<(String, u64, String)>> {
+    lines
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).expect("json line");
+            value["hits"]
+                .as_array()
+                .expect("hits")
+                .iter()
+                .map(|h| {
+                    (
+                        h["path"].as_str().unwrap_or("").to_string(),
+                        h["start_line"].as_u64().unwrap_or(0),
+                        h["symbol"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn modes_of(lines: &str) -> Vec<String> {
+    lines
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).expect("json line");
+            value["mode"].as_str().unwrap_or("").to_string()
+        })
+        .collect()
+}
+
+/// Local and hub answers to every query, one JSON line each.
+fn both(ws: &Workspace, url: &str, extra: &[&str], hub_only: &[&str]) -> (String, String) {
+    let file = ws.dir.path().join("queries.jsonl");
+    let text: String = queries()
+        .iter()
+        .map(|q| serde_json::to_string(q).expect("json") + "\n")
+        .collect();
+    std::fs::write(&file, text).expect("write queries");
+    let file = file.to_string_lossy().into_owned();
+    let mut local = vec!["search", "--queries", &file, "--limit", "5"];
+    local.extend_from_slice(extra);
+    let mut hub = local.clone();
+    hub.extend_from_slice(&["--hub", url]);
+    hub.extend_from_slice(hub_only);
+    (succeed(quarry(ws, &local)), succeed(quarry(ws, &hub)))
+}
+
+#[test]
+fn a_push_then_a_search_answers_as_the_local_index() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let url = pg.url();
+    let stats = push(&ws, &url, "polyglot", "c1", &["--lexical"]);
+    assert!(stats["files_added"].as_u64().unwrap_or(0) > 20, "{stats}");
+    assert_eq!(stats["files_changed"], 0);
+    let (local, hub) = both(&ws, &url, &["--lexical"], &[]);
+    assert_eq!(hits_of(&local), hits_of(&hub), "lexical: local vs hub");
+    assert!(hits_of(&hub).iter().all(|h| !h.is_empty()));
+
+    if !model_present() {
+        return;
+    }
+    // Hybrid: the local index embedded, the hub given the same vectors
+    // (from the machine's cache: nothing is embedded twice).
+    succeed(quarry(&ws, &["index"]));
+    let stats = push(&ws, &url, "polyglot", "c2", &[]);
+    assert_eq!(stats["files_unchanged"], stats["files"], "{stats}");
+    // Files already in the hub without vectors keep them absent: push the
+    // vectors by pushing to a fresh repository name.
+    let stats = push(&ws, &url, "polyglot-hybrid", "c2", &[]);
+    assert!(
+        stats["vectors_computed"].as_u64().unwrap_or(0) > 100,
+        "{stats}"
+    );
+    let (local, hub) = both(&ws, &url, &[], &["--repo", "polyglot-hybrid"]);
+    assert!(modes_of(&local).iter().all(|m| m == "hybrid"), "{local}");
+    assert!(modes_of(&hub).iter().all(|m| m == "hybrid"), "{hub}");
+    assert_eq!(hits_of(&local), hits_of(&hub), "hybrid: local vs hub");
+}
+
+#[test]
+fn a_one_file_change_pushes_only_that_file() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let url = pg.url();
+    let first = push(&ws, &url, "app", "c1", &["--lexical"]);
+    let files = first["files"].as_u64().expect("files");
+    ws.write(
+        "src/graph_store.rs",
+        "/// Rebalances the shards of a store.\npub fn rebalance_shards_now() {}\n",
+    );
+    let second = push(&ws, &url, "app", "c2", &["--lexical"]);
+    assert_eq!(second["files_changed"], 1, "{second}");
+    assert_eq!(second["files_unchanged"].as_u64(), Some(files - 1));
+    assert_eq!(second["files_added"], 0);
+    assert_eq!(second["files_removed"], 0);
+    assert_eq!(
+        pg.sql("SELECT commit_id FROM quarry_repos WHERE name = 'app'"),
+        "c2"
+    );
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "rebalance_shards_now",
+            "--json",
+            "--lexical",
+            "--hub",
+            &url,
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        value["hits"][0]["symbol"], "rebalance_shards_now",
+        "{value}"
+    );
+    assert_eq!(value["hits"][0]["repo"], "app");
+    assert_eq!(value["hits"][0]["commit"], "c2");
+    // The old definitions of that file are gone from the hub.
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "GraphStore::lookup",
+            "--json",
+            "--lexical",
+            "--hub",
+            &url,
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        value["hits"]
+            .as_array()
+            .expect("hits")
+            .iter()
+            .all(|h| !h["symbol"].as_str().unwrap_or("").starts_with("GraphStore")),
+        "{value}"
+    );
+    // Document frequencies equal a count from scratch.
+    assert_eq!(
+        pg.sql(
+            "SELECT count(*) FROM (SELECT term, count(*) AS n FROM quarry_terms GROUP BY term) t
+             FULL JOIN quarry_df d USING (term) WHERE t.n IS DISTINCT FROM d.df"
+        ),
+        "0"
+    );
+    // A deleted file leaves the hub.
+    std::fs::remove_file(ws.root().join("src/graph_store.rs")).expect("rm");
+    let third = push(&ws, &url, "app", "c3", &["--lexical"]);
+    assert_eq!(third["files_removed"], 1, "{third}");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM quarry_chunks WHERE path = 'src/graph_store.rs'"),
+        "0"
+    );
+}
+
+#[test]
+fn a_push_killed_half_way_leaves_the_previous_commit_whole() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let url = pg.url();
+    push(&ws, &url, "app", "c1", &["--lexical"]);
+    let count = |table: &str| pg.sql(&format!("SELECT count(*) FROM {table}"));
+    let before: Vec<String> = ["quarry_files", "quarry_chunks", "quarry_terms", "quarry_df"]
+        .iter()
+        .map(|t| count(t))
+        .collect();
+    let search = |ws: &Workspace| {
+        succeed(quarry(
+            ws,
+            &[
+                "search",
+                "GraphStore",
+                "--json",
+                "--lexical",
+                "--limit",
+                "5",
+                "--hub",
+                &url,
+            ],
+        ))
+    };
+    let answer_before = hits_of(&search(&ws).replace('\n', ""));
+    // Every file changes; a session holding the frequency table makes the
+    // push wait after it has deleted and written its rows.
+    for path in ws.files() {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        std::fs::write(&path, format!("{text}\n// changed\n")).expect("write");
+    }
+    let (killed, on_kill) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn({
+        let port = pg.port;
+        move || hold_lock(port, on_kill)
+    });
+    let mut child = command(
+        &ws,
+        &[
+            "push",
+            "--hub",
+            &url,
+            "--repo",
+            "app",
+            "--commit",
+            "c2",
+            "--lexical",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("spawn push");
+    let started = Instant::now();
+    loop {
+        let waiting = pg.sql(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE application_name = 'quarry' AND wait_event_type = 'Lock'",
+        );
+        if waiting == "1" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the push never reached the lock"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL the push");
+    let _ = child.wait();
+    killed.send(()).expect("signal the lock holder");
+    holder.join().expect("lock holder");
+    let after: Vec<String> = ["quarry_files", "quarry_chunks", "quarry_terms", "quarry_df"]
+        .iter()
+        .map(|t| count(t))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(
+        pg.sql("SELECT commit_id FROM quarry_repos WHERE name = 'app'"),
+        "c1"
+    );
+    assert_eq!(answer_before, hits_of(&search(&ws).replace('\n', "")));
+    // The next push completes.
+    let stats = push(&ws, &url, "app", "c2", &["--lexical"]);
+    assert_eq!(stats["files_changed"], stats["files"], "{stats}");
+}
+
+/// Holds an exclusive lock on `quarry_df` until the push holding its
+/// transaction open behind it was killed, so the push blocks half-way.
+fn hold_lock(port: u16, killed: std::sync::mpsc::Receiver<()>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async move {
+        let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        client
+            .batch_execute("BEGIN; LOCK TABLE quarry_df IN EXCLUSIVE MODE;")
+            .await
+            .expect("lock");
+        let _ = tokio::task::spawn_blocking(move || killed.recv_timeout(Duration::from_secs(120)))
+            .await;
+        client.batch_execute("COMMIT").await.expect("unlock");
+    });
+}
+
+#[test]
+fn a_role_sees_only_the_repositories_it_was_granted() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let url = pg.url();
+    push(&ws, &url, "team-a/app", "a1", &["--lexical"]);
+    push(&ws, &url, "team-b/secret", "b1", &["--lexical"]);
+    pg.sql("CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN");
+    succeed(quarry(
+        &ws,
+        &[
+            "grant",
+            "--hub",
+            &url,
+            "--repo",
+            "team-a/app",
+            "--role",
+            "alice",
+        ],
+    ));
+    let as_alice = pg.url_as("alice");
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "GraphStore",
+            "--json",
+            "--lexical",
+            "--hub",
+            &as_alice,
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    let hits = value["hits"].as_array().expect("hits");
+    assert!(!hits.is_empty(), "{value}");
+    assert!(hits.iter().all(|h| h["repo"] == "team-a/app"), "{value}");
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "GraphStore",
+            "--json",
+            "--lexical",
+            "--hub",
+            &as_alice,
+            "--repo",
+            "team-b/*",
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert!(
+        value["hits"].as_array().expect("hits").is_empty(),
+        "{value}"
+    );
+    // Bob was granted nothing: no search answer, and no row of any table
+    // (he has not even SELECT on them, and the policies would hide them).
+    let out = quarry(
+        &ws,
+        &[
+            "search",
+            "GraphStore",
+            "--json",
+            "--lexical",
+            "--hub",
+            &pg.url_as("bob"),
+        ],
+    );
+    if out.status.success() {
+        let value: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(
+            value["hits"].as_array().expect("hits").is_empty(),
+            "{value}"
+        );
+    }
+    pg.sql("GRANT SELECT ON quarry_chunks, quarry_files, quarry_terms, quarry_repos, quarry_grants TO bob");
+    let rows = pg.sql(
+        "SET ROLE bob; SELECT (SELECT count(*) FROM quarry_chunks) + (SELECT count(*) FROM quarry_files)
+             + (SELECT count(*) FROM quarry_terms) + (SELECT count(*) FROM quarry_repos)",
+    );
+    assert_eq!(rows, "0");
+    let rows = pg.sql("SET ROLE alice; SELECT count(DISTINCT repo_id) FROM quarry_chunks");
+    assert_eq!(rows, "1");
+}
+
+#[test]
+fn hostile_names_and_queries_change_no_data() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let url = pg.url();
+    let hostile = "x'); DROP TABLE quarry_chunks; --\\%_*";
+    ws.write(
+        "src/o'brien\"; DROP TABLE quarry_files; --.rs",
+        "pub fn o_brien() {}\n",
+    );
+    let stats = push(
+        &ws,
+        &url,
+        hostile,
+        "'; DELETE FROM quarry_repos; --",
+        &["--lexical"],
+    );
+    assert!(stats["files_added"].as_u64().unwrap_or(0) > 20, "{stats}");
+    let counts = || {
+        pg.sql(
+            "SELECT (SELECT count(*) FROM quarry_repos) || '/' || (SELECT count(*) FROM quarry_files)
+                 || '/' || (SELECT count(*) FROM quarry_chunks) || '/' || (SELECT count(*) FROM quarry_terms)",
+        )
+    };
+    let before = counts();
+    for query in [
+        "'; DROP TABLE quarry_terms; --",
+        "\" OR 1=1 --",
+        "%_\\",
+        "o'brien",
+        "$1 $2 ::halfvec",
+        "\u{7f}\u{1b}[2J",
+    ] {
+        for scope in ["*", "x'); DROP*", "%"] {
+            let out = quarry(
+                &ws,
+                &[
+                    "search",
+                    query,
+                    "--json",
+                    "--lexical",
+                    "--hub",
+                    &url,
+                    "--repo",
+                    scope,
+                ],
+            );
+            assert!(
+                out.status.success(),
+                "{query:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    assert_eq!(before, counts());
+    assert_eq!(pg.sql("SELECT name FROM quarry_repos"), hostile);
+    let out = succeed(quarry(
+        &ws,
+        &["search", "o_brien", "--json", "--lexical", "--hub", &url],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        value["hits"][0]["path"], "src/o'brien\"; DROP TABLE quarry_files; --.rs",
+        "{value}"
+    );
+    // A glob's `%` and `_` are literal: `%` alone matches no repository.
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "o_brien",
+            "--json",
+            "--lexical",
+            "--hub",
+            &url,
+            "--repo",
+            "%",
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(value["repos"], 0, "{value}");
+}
+
+#[test]
+fn a_hub_that_is_down_is_a_clear_error_without_the_password() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    push(&ws, &pg.url(), "app", "c1", &["--lexical"]);
+    pg.stop();
+    let url = format!(
+        "postgres://postgres:s3cret-pw@127.0.0.1:{}/postgres",
+        pg.port
+    );
+    for args in [
+        vec!["search", "GraphStore", "--lexical", "--hub", url.as_str()],
+        vec!["push", "--lexical", "--hub", url.as_str()],
+    ] {
+        let out = quarry(&ws, &args);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot connect"), "{stderr}");
+        assert!(!stderr.contains("s3cret-pw"), "{stderr}");
+        assert!(stderr.contains("postgres:***@"), "{stderr}");
+    }
+    // Back up: the same command answers again.
+    pg.start_again();
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "search",
+            "GraphStore",
+            "--json",
+            "--lexical",
+            "--hub",
+            &pg.url(),
+        ],
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert!(!value["hits"].as_array().expect("hits").is_empty());
+}

@@ -329,6 +329,12 @@ enum Command {
         /// (lexical-only unless --model is given).
         #[arg(long, value_name = "DIR")]
         lsp: Option<PathBuf>,
+        /// Benchmark a shared hub instead: push every folder of CORPUS (default:
+        /// the cargo registry's sources) as a repository, then time the same
+        /// queries on the hub and on a local index of CORPUS (hybrid rows and
+        /// vectors only with --model).
+        #[arg(long, value_name = "URL")]
+        hub: Option<String>,
     },
 }
 
@@ -845,7 +851,28 @@ fn run(cli: Cli) -> Result<()> {
             only,
             rank,
             lsp,
+            hub,
         } => {
+            if let Some(url) = hub {
+                let corpus = match corpus.first() {
+                    Some(dir) => dir.clone(),
+                    None => quarry::bench::default_corpus()
+                        .into_iter()
+                        .nth(1)
+                        .context("no cargo registry sources: give a CORPUS folder")?,
+                };
+                let dense = Arc::new(match model {
+                    Some(dir) => DenseEngine::load(DenseConfig {
+                        model_dir: Some(dir),
+                        ..DenseConfig::default()
+                    }),
+                    None => DenseEngine::disabled("no --model"),
+                });
+                let report = quarry::bench::hub::run(&url, &corpus, &dense, rounds)
+                    .with_context(|| format!("hub benchmark on {}", corpus.display()))?;
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+                return Ok(());
+            }
             if let Some(corpus) = lsp {
                 let report = quarry::bench::lsp::run(&corpus, model).with_context(|| {
                     format!("language-server benchmark on {}", corpus.display())

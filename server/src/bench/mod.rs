@@ -6,6 +6,7 @@
 //! lexical and symbol query lists. Prints numbers; asserts nothing.
 //! Never: run as part of the test suite's pass/fail decisions.
 
+pub mod hub;
 pub mod lsp;
 pub mod lsp_client;
 pub mod quality;

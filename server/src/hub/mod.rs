@@ -112,6 +112,16 @@ impl Hub {
         schema::grant(&self.client, repo, role).await
     }
 
+    /// The hub database's size on disk, in bytes.
+    pub async fn size_bytes(&self) -> Result<i64, HubError> {
+        Ok(self
+            .client
+            .query_one("SELECT pg_database_size(current_database())", &[])
+            .await
+            .map_err(sql("measuring the hub"))?
+            .get(0))
+    }
+
     /// The repositories this connection's role may read, with their
     /// commits and chunk counts.
     pub async fn repos(&self) -> Result<Vec<(String, String, i64)>, HubError> {

@@ -57,17 +57,26 @@ pub struct HubResults {
     pub candidate_files: usize,
 }
 
-/// Chunks the lexical candidate query returns.
-const LEXICAL_DEPTH: i64 = 200;
+/// Chunks the lexical candidate query returns: twice the depth the local
+/// ranking reads per branch for its head (`search::HEAD_DEPTH`).
+const LEXICAL_DEPTH: i64 = 100;
 /// Chunks the vector candidate query returns.
-const DENSE_DEPTH: i64 = 100;
+const DENSE_DEPTH: i64 = 50;
 /// Chunks the name candidate query returns.
-const NAME_DEPTH: i64 = 100;
-/// Files rebuilt and ranked, taken from the three lists in turn.
-const MAX_FILES: usize = 120;
-/// Weight of a stem variant's idf next to the word as typed (as the local
-/// lexical branch counts it).
+const NAME_DEPTH: i64 = 50;
+/// Files rebuilt and ranked, taken from the three lists in turn: what
+/// rebuilding costs grows with it (most of a hub query's time).
+const MAX_FILES: usize = 60;
+/// Weight of a stem variant's idf next to the word as typed, the most
+/// variants per word and how much longer than the stem one may be (as the
+/// local lexical branch picks and counts them).
 const STEM_VARIANT_WEIGHT: f32 = 0.7;
+const MAX_STEM_VARIANTS: usize = 4;
+const MAX_STEM_GROWTH: usize = 4;
+/// Postings read per query term, heaviest first (`quarry_terms_weight`):
+/// a chunk that holds a common word only lightly is found through its
+/// other words, or not at all.
+const POSTINGS_PER_TERM: i64 = 2000;
 
 /// A file of the hub: (repository id, path).
 type FileKey = (i32, String);
@@ -148,19 +157,37 @@ pub async fn search(
     let query_text = bounded(query_text);
     let query = Query::parse(query_text);
 
-    // Document frequencies of the query's terms and of their stem variants.
-    let roots: Vec<String> = query
+    // Document frequencies of the query's terms and of the index words
+    // sharing a word's stem (`retries` for `retry`), read by prefix range.
+    let roots: Vec<(usize, String)> = query
         .terms
         .iter()
-        .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()))
-        .map(|w| format!("{}%", escape_like(&stem(w))))
+        .enumerate()
+        .filter(|(_, w)| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()))
+        .map(|(i, w)| (i, stem(w)))
+        .filter(|(_, root)| !root.is_empty() && root.bytes().all(|b| b.is_ascii_lowercase()))
         .collect();
+    let (lows, highs): (Vec<String>, Vec<String>) = roots
+        .iter()
+        .map(|(_, root)| (root.clone(), next_prefix(root)))
+        .unzip();
     let term_df: FxHashMap<String, u64> = client
         .query(
             "SELECT term, sum(df)::bigint FROM quarry_df
-             WHERE repo_id = ANY($1) AND (term = ANY($2) OR term LIKE ANY($3))
-             GROUP BY term",
-            &[&repo_ids, &query.terms, &roots],
+             WHERE repo_id = ANY($1) AND term = ANY($2) GROUP BY term
+             UNION ALL
+             SELECT d.term, sum(d.df)::bigint
+             FROM unnest($3::text[], $4::text[]) AS r (lo, hi)
+             JOIN quarry_df d ON d.term >= r.lo AND d.term < r.hi
+                 AND length(d.term) <= length(r.lo) + $5
+             WHERE d.repo_id = ANY($1) GROUP BY d.term",
+            &[
+                &repo_ids,
+                &query.terms,
+                &lows,
+                &highs,
+                &(MAX_STEM_GROWTH as i32),
+            ],
         )
         .await
         .map_err(sql("reading document frequencies"))?
@@ -168,15 +195,40 @@ pub async fn search(
         .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
         .collect();
 
-    // Candidates, three lists of (repository, path).
-    let (terms, weights): (Vec<String>, Vec<f32>) = term_df
+    // Candidates, three lists of (repository, path). The words scored are
+    // the query's and, per word, its first stem variants (as the local
+    // lexical branch picks them).
+    let mut scored: Vec<(String, f32)> = query
+        .terms
         .iter()
-        .map(|(term, df)| {
-            let typed = query.terms.iter().position(|t| t == term);
-            let weight = typed.map_or(STEM_VARIANT_WEIGHT, |i| {
-                query.weights.get(i).copied().unwrap_or(1.0)
-            });
-            (term.clone(), weight * stats.idf(*df))
+        .enumerate()
+        .map(|(i, t)| (t.clone(), query.weights.get(i).copied().unwrap_or(1.0)))
+        .collect();
+    for (i, root) in &roots {
+        let mut variants: Vec<&String> = term_df
+            .keys()
+            .filter(|t| {
+                !query.terms.contains(t)
+                    && t.starts_with(root.as_str())
+                    && t.len() <= root.len() + MAX_STEM_GROWTH
+                    && t.bytes().all(|b| b.is_ascii_lowercase())
+                    && stem(t) == *root
+            })
+            .collect();
+        variants.sort();
+        let weight = query.weights.get(*i).copied().unwrap_or(1.0) * STEM_VARIANT_WEIGHT;
+        scored.extend(
+            variants
+                .into_iter()
+                .take(MAX_STEM_VARIANTS)
+                .map(|t| (t.clone(), weight)),
+        );
+    }
+    let (terms, weights): (Vec<String>, Vec<f32>) = scored
+        .into_iter()
+        .filter_map(|(term, weight)| {
+            let df = *term_df.get(&term)?;
+            Some((term, weight * stats.idf(df)))
         })
         .unzip();
     let k1 = Bm25Config::default().k1;
@@ -184,12 +236,22 @@ pub async fn search(
         client
             .query(
                 "WITH q AS (SELECT * FROM unnest($2::text[], $3::real[]) AS q (term, w)),
-                      s AS (SELECT t.chunk_id, sum(q.w * t.weight / ($4 + t.weight)) AS score
-                            FROM q JOIN quarry_terms t ON t.term = q.term AND t.repo_id = ANY($1)
-                            GROUP BY t.chunk_id ORDER BY score DESC LIMIT $5)
+                      p AS (SELECT q.w, t.chunk_id, t.weight FROM q CROSS JOIN LATERAL
+                                (SELECT chunk_id, weight FROM quarry_terms t
+                                 WHERE t.term = q.term AND t.repo_id = ANY($1)
+                                 ORDER BY t.weight DESC LIMIT $6) t),
+                      s AS (SELECT chunk_id, sum(w * weight / ($4 + weight)) AS score
+                            FROM p GROUP BY chunk_id ORDER BY score DESC LIMIT $5)
                  SELECT c.repo_id, c.path FROM s JOIN quarry_chunks c ON c.id = s.chunk_id
                  ORDER BY s.score DESC",
-                &[&repo_ids, &terms, &weights, &k1, &LEXICAL_DEPTH],
+                &[
+                    &repo_ids,
+                    &terms,
+                    &weights,
+                    &k1,
+                    &LEXICAL_DEPTH,
+                    &POSTINGS_PER_TERM,
+                ],
             )
             .await
             .map_err(sql("finding lexical candidates"))?,
@@ -498,15 +560,14 @@ fn like_pattern(glob: &str) -> String {
     out
 }
 
-fn escape_like(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
+/// The first string after every string that starts with `prefix` (an
+/// ASCII lower-case stem): its last byte raised by one.
+fn next_prefix(prefix: &str) -> String {
+    let mut bytes = prefix.as_bytes().to_vec();
+    if let Some(last) = bytes.last_mut() {
+        *last += 1;
     }
-    out
+    String::from_utf8(bytes).unwrap_or_else(|_| format!("{prefix}\u{10ffff}"))
 }
 
 /// pgvector's text form back to floats.
@@ -532,6 +593,16 @@ mod tests {
         let got = interleave(&[a, b], 10);
         let paths: Vec<&str> = got.iter().map(|(_, p)| p.as_str()).collect();
         assert_eq!(paths, ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn a_prefix_range_ends_after_every_word_it_starts() {
+        let hi = next_prefix("retri");
+        assert_eq!(hi, "retrj");
+        for word in ["retri", "retries", "retrieving"] {
+            assert!(word >= "retri" && word < hi.as_str(), "{word}");
+        }
+        assert!("retrj" >= hi.as_str());
     }
 
     #[test]

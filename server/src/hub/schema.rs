@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS quarry_terms (
     PRIMARY KEY (term, repo_id, chunk_id)
 );
 CREATE INDEX IF NOT EXISTS quarry_terms_chunk ON quarry_terms (chunk_id);
+CREATE INDEX IF NOT EXISTS quarry_terms_weight ON quarry_terms (term, weight DESC);
 CREATE TABLE IF NOT EXISTS quarry_df (
     term text COLLATE "C" NOT NULL,
     repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,

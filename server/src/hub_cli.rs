@@ -4,11 +4,11 @@
 
 use anyhow::{Context, Result};
 use quarry::dense::DenseEngine;
-use quarry::hub::{self, Hub, HubResults, RepoScope};
+use quarry::hub::{self, Hub, HubResults, Overlay, RepoScope};
 use quarry::index::Index;
 use quarry::search::SearchOptions;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
@@ -80,26 +80,97 @@ pub fn grant(url: &str, repo: &str, role: &str) -> Result<()> {
     Ok(())
 }
 
-/// Answers each query from the hub; one JSON line per query when `lines`
-/// (a `--queries` batch).
-#[allow(clippy::too_many_arguments)]
+/// The checkout a hub search overlays: its files that differ from the
+/// hub's commit of `repo` are searched as they are here.
+pub struct Workspace {
+    pub repo: String,
+    pub root: PathBuf,
+    pub max_file_size: u64,
+}
+
+/// A hub search as the command line asks it.
+pub struct SearchRequest<'a> {
+    /// Shards (each a primary or a read replica), searched together.
+    pub urls: &'a [String],
+    pub scope: &'a RepoScope,
+    pub queries: &'a [String],
+    pub options: &'a SearchOptions,
+    pub dense: &'a DenseEngine,
+    pub workspace: Option<&'a Workspace>,
+}
+
+/// Who answered.
+pub enum Answered {
+    Hub,
+    /// The hub could not be reached (why, its URL without the password):
+    /// the caller answers from the local index and says so.
+    Down(String),
+}
+
+/// The name a checkout has in the hub by default: its folder's name.
+pub fn repo_name(root: &Path) -> String {
+    std::fs::canonicalize(root)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+/// Answers each query from the hubs; one JSON line per query when `lines`
+/// (a `--queries` batch). A hub that cannot be reached is not an error:
+/// the answer is [`Answered::Down`].
 pub fn search(
-    url: &str,
-    scope: &RepoScope,
-    queries: &[String],
-    options: &SearchOptions,
-    dense: &DenseEngine,
+    asked: &SearchRequest<'_>,
     json: bool,
     lines: bool,
     out: &mut dyn Write,
-) -> Result<()> {
+) -> Result<Answered> {
     let rt = runtime()?;
-    let hub = rt.block_on(Hub::connect(url))?;
-    let dense = Some(dense).filter(|d| d.unavailable_reason().is_none());
-    for query in queries {
-        let results = rt
-            .block_on(hub::search(&hub, scope, query, options, dense))
-            .with_context(|| format!("searching {}", hub.url()))?;
+    let mut hubs = Vec::new();
+    for url in asked.urls {
+        match rt.block_on(Hub::connect_read(url)) {
+            Ok(hub) => hubs.push(hub),
+            Err(e) if e.is_unreachable() => {
+                return Ok(Answered::Down(format!(
+                    "{}; answering from the local index",
+                    chain(&e)
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let dense = Some(asked.dense).filter(|d| d.unavailable_reason().is_none());
+    let overlay = match asked.workspace {
+        Some(ws) => rt
+            .block_on(Overlay::build(
+                &hubs,
+                &ws.repo,
+                &ws.root,
+                &[],
+                ws.max_file_size,
+                dense,
+            ))
+            .with_context(|| format!("comparing {} with the hub", ws.root.display()))?,
+        None => None,
+    };
+    for query in asked.queries {
+        let results = rt.block_on(hub::search(
+            &hubs,
+            asked.scope,
+            query,
+            asked.options,
+            dense,
+            overlay.as_ref(),
+        ));
+        let results = match results {
+            Ok(results) => results,
+            Err(e) if e.is_unreachable() && !lines => {
+                return Ok(Answered::Down(format!(
+                    "{}; answering from the local index",
+                    chain(&e)
+                )))
+            }
+            Err(e) => return Err(e).context("searching the hub"),
+        };
         if lines {
             writeln!(out, "{}", serde_json::to_string(&results)?)?;
         } else if json {
@@ -108,7 +179,19 @@ pub fn search(
             print(&results, out)?;
         }
     }
-    Ok(())
+    Ok(Answered::Hub)
+}
+
+/// An error and its causes on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn print(results: &HubResults, out: &mut dyn Write) -> Result<()> {
@@ -116,11 +199,16 @@ fn print(results: &HubResults, out: &mut dyn Write) -> Result<()> {
         eprintln!("quarry: {} search: {reason}", results.mode);
     }
     for hit in &results.hits {
+        let at = if hit.local {
+            "local".to_string()
+        } else {
+            hit.commit.chars().take(12).collect::<String>()
+        };
         writeln!(
             out,
             "{}@{}:{}:{}: {} {} ({:.3})",
             hit.repo,
-            hit.commit.chars().take(12).collect::<String>(),
+            at,
             hit.hit.path,
             hit.hit.start_line,
             hit.hit.kind,

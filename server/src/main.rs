@@ -47,13 +47,23 @@ struct FilterArgs {
 #[derive(Args, Debug)]
 struct HubArgs {
     /// A shared index in PostgreSQL with pgvector
-    /// (`postgres://user@host:5432/db`); also $QUARRY_HUB.
+    /// (`postgres://user@host:5432/db`); also $QUARRY_HUB. Repeat it for
+    /// shards (each may be a read replica): they are searched in parallel
+    /// and merged.
     #[arg(long, value_name = "URL", env = "QUARRY_HUB", hide_env_values = true)]
-    hub: Option<String>,
+    hub: Vec<String>,
     /// With --hub: only repositories whose names match this glob
     /// (repeatable; `serde*`); all the role may read by default.
     #[arg(long = "repo", value_name = "GLOB", requires = "hub")]
     repos: Vec<String>,
+    /// With --hub: the hub repository ROOT is a checkout of (default: the
+    /// root folder's name). Its files that differ from the hub's commit
+    /// are searched as they are in ROOT, in place of the hub's copy.
+    #[arg(long, value_name = "NAME", requires = "hub")]
+    workspace_repo: Option<String>,
+    /// With --hub: search the hub's copy alone, not ROOT's changes.
+    #[arg(long, requires = "hub")]
+    no_overlay: bool,
 }
 
 #[derive(Args, Clone)]
@@ -618,14 +628,34 @@ fn run(cli: Cli) -> Result<()> {
                         .collect()
                 })
                 .transpose()?;
-            if let Some(url) = &hub.hub {
+            let mut hub_down = None;
+            if !hub.hub.is_empty() {
                 let scope = quarry::hub::RepoScope { globs: hub.repos };
                 let lines = batch.is_some();
-                let queries = batch.unwrap_or_else(|| vec![query]);
+                let queries = batch.clone().unwrap_or_else(|| vec![query.clone()]);
                 let dense = dense_engine(&common, false);
-                return hub_cli::search(
-                    url, &scope, &queries, &options, &dense, json, lines, &mut out,
-                );
+                let workspace = (!hub.no_overlay).then(|| hub_cli::Workspace {
+                    repo: hub
+                        .workspace_repo
+                        .unwrap_or_else(|| hub_cli::repo_name(&root)),
+                    root: root.clone(),
+                    max_file_size: common.max_file_size,
+                });
+                let asked = hub_cli::SearchRequest {
+                    urls: &hub.hub,
+                    scope: &scope,
+                    queries: &queries,
+                    options: &options,
+                    dense: &dense,
+                    workspace: workspace.as_ref(),
+                };
+                match hub_cli::search(&asked, json, lines, &mut out)? {
+                    hub_cli::Answered::Hub => return Ok(()),
+                    hub_cli::Answered::Down(reason) => {
+                        eprintln!("quarry: {reason}");
+                        hub_down = Some(reason);
+                    }
+                }
             }
             let index = open(root, &common)?;
             let mut stats = refresh_or_warn(&index);
@@ -648,14 +678,23 @@ fn run(cli: Cli) -> Result<()> {
             if let Err(e) = engine.catch_up() {
                 eprintln!("quarry: could not embed the changed chunks ({e}); searching without their vectors");
             }
+            let answer = |query: &str| {
+                let mut results = engine.search(query, &options);
+                if let Some(down) = &hub_down {
+                    results.reason = Some(match results.reason.take() {
+                        Some(why) => format!("{down}; {why}"),
+                        None => down.clone(),
+                    });
+                }
+                results
+            };
             if let Some(batch) = batch {
                 for query in &batch {
-                    let results = engine.search(query, &options);
-                    writeln!(out, "{}", serde_json::to_string(&results)?)?;
+                    writeln!(out, "{}", serde_json::to_string(&answer(query))?)?;
                 }
                 return Ok(());
             }
-            let results = engine.search(&query, &options);
+            let results = answer(&query);
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
             } else {
@@ -702,10 +741,8 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let repo = match repo {
                 Some(repo) => repo,
-                None => std::fs::canonicalize(&root)
-                    .with_context(|| format!("reading {}", root.display()))?
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
+                None => Some(hub_cli::repo_name(&root))
+                    .filter(|n| !n.is_empty())
                     .context("the root has no folder name: give --repo")?,
             };
             let commit = commit.unwrap_or_else(|| hub_cli::head_commit(&root));

@@ -181,7 +181,14 @@ pub fn run(
         for _ in 0..rounds.max(1) {
             for query in queries {
                 let at = Instant::now();
-                let _ = rt.block_on(hub::search(&hub, &scope, query, &options, engine));
+                let _ = rt.block_on(hub::search(
+                    std::slice::from_ref(&hub),
+                    &scope,
+                    query,
+                    &options,
+                    engine,
+                    None,
+                ));
                 hub_ms.push(ms(at));
                 let at = Instant::now();
                 let mut text = DiskText::of(&local);

@@ -17,12 +17,14 @@
 //! Never: show a connection string's password (errors and logs carry
 //! [`redact`]ed URLs), or run without the schema version it was built for.
 
+mod overlay;
 mod push;
 mod query;
 mod schema;
 
+pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
-pub use query::{search, HubHit, HubResults, RepoScope};
+pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};
 
 use std::time::Duration;
 use thiserror::Error;
@@ -41,6 +43,8 @@ pub enum HubError {
         #[source]
         source: tokio_postgres::Error,
     },
+    #[error("hub {url}: no answer within {secs} s")]
+    Timeout { url: String, secs: u64 },
     #[error("hub: {context}")]
     Sql {
         context: &'static str,
@@ -53,6 +57,21 @@ pub enum HubError {
     Invalid(String),
     #[error(transparent)]
     Index(#[from] crate::index::IndexError),
+}
+
+impl HubError {
+    /// The hub could not be reached or went away: a caller with a local
+    /// index answers from it instead (and says why).
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            HubError::Connect { .. } | HubError::Timeout { .. } => true,
+            HubError::Sql { source, .. } => {
+                use std::error::Error;
+                source.is_closed() || source.source().is_some_and(|s| s.is::<std::io::Error>())
+            }
+            _ => false,
+        }
+    }
 }
 
 /// `Sql` errors with what was being done.
@@ -73,6 +92,20 @@ impl Hub {
     /// Connects (plain TCP, a [`CONNECT_TIMEOUT`]) and creates or checks
     /// the schema. The connection runs on the current tokio runtime.
     pub async fn connect(url: &str) -> Result<Hub, HubError> {
+        let hub = Hub::open(url).await?;
+        schema::ensure(&hub.client).await?;
+        Ok(hub)
+    }
+
+    /// Connects to read only: checks the schema's version and never
+    /// creates it, so a streaming replica (read-only) serves queries.
+    pub async fn connect_read(url: &str) -> Result<Hub, HubError> {
+        let hub = Hub::open(url).await?;
+        schema::check_existing(&hub.client).await?;
+        Ok(hub)
+    }
+
+    async fn open(url: &str) -> Result<Hub, HubError> {
         let shown = redact(url);
         let mut config: Config = url.parse().map_err(|_| HubError::Url(shown.clone()))?;
         if config.get_ssl_mode() == SslMode::Require {
@@ -97,7 +130,6 @@ impl Hub {
             // next statement then fails with the reason.
             let _ = connection.await;
         });
-        schema::ensure(&client).await?;
         Ok(Hub { client, url: shown })
     }
 

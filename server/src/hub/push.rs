@@ -49,14 +49,14 @@ pub struct PushStats {
 const MAX_NAME: usize = 256;
 
 /// A file of the checkout that the hub lacks or holds at another hash.
-struct NewFile {
-    path: String,
-    hash: [u8; 32],
-    language: Language,
-    text: String,
+pub(super) struct NewFile {
+    pub(super) path: String,
+    pub(super) hash: [u8; 32],
+    pub(super) language: Language,
+    pub(super) text: String,
     /// The file's chunks, in the segment's (sorted) order.
-    chunks: Vec<crate::chunk::Chunk>,
-    segment: Segment,
+    pub(super) chunks: Vec<crate::chunk::Chunk>,
+    pub(super) segment: Segment,
 }
 
 /// Pushes `index`'s checkout (refreshed by the caller) as `repo` at
@@ -400,8 +400,22 @@ fn read_file(
             "{path} changed while pushing: push again"
         )));
     }
+    Ok(parse(
+        path,
+        String::from_utf8_lossy(&bytes).into_owned(),
+        language,
+        hash,
+    ))
+}
+
+/// Chunks one file's text the way the index does, in the segment's order.
+pub(super) fn parse(path: &str, text: String, language: Language, hash: [u8; 32]) -> NewFile {
     // PostgreSQL text holds no NUL; a space keeps every byte offset.
-    let text = String::from_utf8_lossy(&bytes).replace('\0', " ");
+    let text = if text.contains('\0') {
+        text.replace('\0', " ")
+    } else {
+        text
+    };
     let mut chunks = safe_chunk(path, &text, language);
     chunks.sort_by(|a, b| {
         a.byte_start
@@ -411,7 +425,7 @@ fn read_file(
     let mut builder = SegmentBuilder::new();
     builder.add_file(ParsedFile {
         path,
-        size: bytes.len() as u64,
+        size: text.len() as u64,
         mtime_ns: 0,
         stamp: 0,
         hash,
@@ -419,14 +433,14 @@ fn read_file(
         text: &text,
         chunks: chunks.clone(),
     });
-    Ok(NewFile {
+    NewFile {
         path: path.to_string(),
         hash,
         language,
         segment: builder.finish(0, 0),
         chunks,
         text,
-    })
+    }
 }
 
 /// Deletes the term rows of `paths`' chunks and counts the chunks.

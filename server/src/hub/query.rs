@@ -10,6 +10,7 @@
 //! Never: rank in SQL beyond choosing candidates, or read a row the role
 //! may not (row-level security filters every table).
 
+use super::overlay::{Overlay, OverlaySource};
 use super::push::vector_text;
 use super::schema::DIM;
 use super::{sql, Hub, HubError};
@@ -22,6 +23,7 @@ use crate::layout::Layout;
 use crate::lexical::{Bm25Config, CorpusStats, Query};
 use crate::rank::signals::stem;
 use crate::search::{search_blended, Coverage, Hit, SearchOptions, TextSource, MAX_QUERY_BYTES};
+use futures_util::future::join_all;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -39,6 +41,9 @@ pub struct RepoScope {
 pub struct HubHit {
     pub repo: String,
     pub commit: String,
+    /// Ranked from the workspace's own text (the overlay), not the hub's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub local: bool,
     #[serde(flatten)]
     pub hit: Hit,
 }
@@ -53,8 +58,25 @@ pub struct HubResults {
     pub no_match: bool,
     /// Repositories searched.
     pub repos: usize,
-    /// Files ranked (the candidates PostgreSQL chose).
+    /// Files ranked (the candidates PostgreSQL chose, and the overlay's).
     pub candidate_files: usize,
+    /// Of those, files ranked from the workspace's own text.
+    pub overlay_files: usize,
+    /// The workspace's changes over the hub's copy, when a checkout of a
+    /// searched repository is overlaid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<OverlayInfo>,
+}
+
+/// What the overlay found: how, and how many paths it hides from the hub.
+#[derive(Clone, Debug, Serialize)]
+pub struct OverlayInfo {
+    pub repo: String,
+    /// The hub's commit the checkout is compared with.
+    pub commit: String,
+    pub source: OverlaySource,
+    /// Paths whose hub rows are hidden (changed, added, deleted, open).
+    pub masked: usize,
 }
 
 /// Chunks the lexical candidate query returns: twice the depth the local
@@ -77,14 +99,17 @@ const MAX_STEM_GROWTH: usize = 4;
 /// a chunk that holds a common word only lightly is found through its
 /// other words, or not at all.
 const POSTINGS_PER_TERM: i64 = 2000;
-
-/// A file of the hub: (repository id, path).
-type FileKey = (i32, String);
+/// Overlay files ranked beside the hub's candidates, past which only those
+/// holding a query word are.
+const MAX_OVERLAY_FILES: usize = 100;
 
 /// A chunk as the hub holds it, with its vector when it has one.
 type StoredChunk = (Chunk, Option<Vec<f32>>);
 
+/// A repository of one of the hubs searched.
 struct Repo {
+    /// Which hub (shard) holds it.
+    shard: usize,
     id: i32,
     name: String,
     commit: String,
@@ -94,17 +119,36 @@ struct Repo {
     model: String,
 }
 
-/// Searches the repositories in `scope` the role may read. `dense` embeds
-/// the query; without it (or without vectors in the hub) the answer is
-/// lexical and says why.
+/// A file of the hubs: (repository, path), the repository by its place
+/// in the list of repositories searched.
+type FileKey = (usize, String);
+
+/// One candidate chunk from one list of one shard, with what orders it in
+/// that list: `score` (higher first), then names, so the lists of several
+/// shards merge into the list one server holding everything gives.
+struct Found {
+    score: f64,
+    name: String,
+    repo: usize,
+    path: String,
+    start: i32,
+}
+
+/// Searches the repositories in `scope` the role may read on every hub in
+/// `hubs` (shards, each perhaps a read replica), in parallel, and ranks
+/// their candidates as one corpus: the same results as one server holding
+/// every repository. `dense` embeds the query; without it (or without
+/// vectors in the hub) the answer is lexical and says why. `overlay`, the
+/// workspace's own changes, hides the hub's rows for its paths and is
+/// ranked in their place.
 pub async fn search(
-    hub: &Hub,
+    hubs: &[Hub],
     scope: &RepoScope,
     query_text: &str,
     options: &SearchOptions,
     dense: Option<&DenseEngine>,
+    overlay: Option<&Overlay>,
 ) -> Result<HubResults, HubError> {
-    let client = &hub.client;
     let mut out = HubResults {
         mode: "lexical",
         reason: None,
@@ -116,37 +160,73 @@ pub async fn search(
         no_match: true,
         repos: 0,
         candidate_files: 0,
+        overlay_files: 0,
+        overlay: None,
     };
     let patterns: Vec<String> = if scope.globs.is_empty() {
         vec!["%".to_string()]
     } else {
         scope.globs.iter().map(|g| like_pattern(g)).collect()
     };
-    let repos: Vec<Repo> = client
-        .query(
-            "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
-             FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
-            &[&patterns],
-        )
-        .await
-        .map_err(sql("choosing repositories"))?
-        .into_iter()
-        .map(|r| Repo {
-            id: r.get(0),
-            name: r.get(1),
-            commit: r.get(2),
-            n_docs: r.get(3),
-            sums: r.get(4),
-            superseded: r.get(5),
-            model: r.get(6),
-        })
-        .collect();
+    let per_shard = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
+        let patterns = &patterns;
+        async move {
+            let rows = hub
+                .client
+                .query(
+                    "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
+                     FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
+                    &[patterns],
+                )
+                .await
+                .map_err(sql("choosing repositories"))?;
+            Ok::<_, HubError>(
+                rows.into_iter()
+                    .map(|r| Repo {
+                        shard,
+                        id: r.get(0),
+                        name: r.get(1),
+                        commit: r.get(2),
+                        n_docs: r.get(3),
+                        sums: r.get(4),
+                        superseded: r.get(5),
+                        model: r.get(6),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        }
+    }))
+    .await;
+    let mut repos: Vec<Repo> = Vec::new();
+    for shard in per_shard {
+        repos.extend(shard?);
+    }
+    // One order whatever shard holds what; a name on two shards is read
+    // from the first.
+    repos.sort_by(|a, b| a.name.cmp(&b.name).then(a.shard.cmp(&b.shard)));
+    repos.dedup_by(|b, a| a.name == b.name);
     out.repos = repos.len();
     if repos.is_empty() {
         out.reason = Some("no repository in the hub matches (or this role is granted none)".into());
         return Ok(out);
     }
-    let repo_ids: Vec<i32> = repos.iter().map(|r| r.id).collect();
+    let overlay = overlay.filter(|o| repos.iter().any(|r| r.name == o.repo));
+    out.overlay = overlay.map(|o| OverlayInfo {
+        repo: o.repo.clone(),
+        commit: o.commit.clone(),
+        source: o.source,
+        masked: o.masked(),
+    });
+    let shard_ids: Vec<Vec<i32>> = (0..hubs.len())
+        .map(|shard| {
+            repos
+                .iter()
+                .filter(|r| r.shard == shard)
+                .map(|r| r.id)
+                .collect()
+        })
+        .collect();
+    let repo_at = |shard: usize, id: i32| repos.iter().position(|r| r.shard == shard && r.id == id);
     let mut stats = CorpusStats::default();
     for repo in &repos {
         stats.n_docs += repo.n_docs.max(0) as u64;
@@ -158,7 +238,8 @@ pub async fn search(
     let query = Query::parse(query_text);
 
     // Document frequencies of the query's terms and of the index words
-    // sharing a word's stem (`retries` for `retry`), read by prefix range.
+    // sharing a word's stem (`retries` for `retry`), read by prefix range,
+    // summed over the shards.
     let roots: Vec<(usize, String)> = query
         .terms
         .iter()
@@ -171,33 +252,36 @@ pub async fn search(
         .iter()
         .map(|(_, root)| (root.clone(), next_prefix(root)))
         .unzip();
-    let term_df: FxHashMap<String, u64> = client
-        .query(
-            "SELECT term, sum(df)::bigint FROM quarry_df
-             WHERE repo_id = ANY($1) AND term = ANY($2) GROUP BY term
-             UNION ALL
-             SELECT d.term, sum(d.df)::bigint
-             FROM unnest($3::text[], $4::text[]) AS r (lo, hi)
-             JOIN quarry_df d ON d.term >= r.lo AND d.term < r.hi
-                 AND length(d.term) <= length(r.lo) + $5
-             WHERE d.repo_id = ANY($1) GROUP BY d.term",
-            &[
-                &repo_ids,
-                &query.terms,
-                &lows,
-                &highs,
-                &(MAX_STEM_GROWTH as i32),
-            ],
-        )
-        .await
-        .map_err(sql("reading document frequencies"))?
-        .into_iter()
-        .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1).max(0) as u64))
-        .collect();
+    let mut term_df: FxHashMap<String, u64> = FxHashMap::default();
+    let dfs = join_all(hubs.iter().zip(&shard_ids).map(|(hub, ids)| {
+        let (terms, lows, highs) = (&query.terms, &lows, &highs);
+        async move {
+            hub.client
+                .query(
+                    "SELECT term, sum(df)::bigint FROM quarry_df
+                     WHERE repo_id = ANY($1) AND term = ANY($2) GROUP BY term
+                     UNION
+                     SELECT d.term, sum(d.df)::bigint
+                     FROM unnest($3::text[], $4::text[]) AS r (lo, hi)
+                     JOIN quarry_df d ON d.term >= r.lo AND d.term < r.hi
+                         AND length(d.term) <= length(r.lo) + $5
+                     WHERE d.repo_id = ANY($1) GROUP BY d.term",
+                    &[ids, terms, lows, highs, &(MAX_STEM_GROWTH as i32)],
+                )
+                .await
+                .map_err(sql("reading document frequencies"))
+        }
+    }))
+    .await;
+    for rows in dfs {
+        for r in rows? {
+            *term_df.entry(r.get::<_, String>(0)).or_default() += r.get::<_, i64>(1).max(0) as u64;
+        }
+    }
 
-    // Candidates, three lists of (repository, path). The words scored are
-    // the query's and, per word, its first stem variants (as the local
-    // lexical branch picks them).
+    // Candidates, three lists of files. The words scored are the query's
+    // and, per word, its first stem variants (as the local lexical branch
+    // picks them).
     let mut scored: Vec<(String, f32)> = query
         .terms
         .iter()
@@ -232,41 +316,7 @@ pub async fn search(
         })
         .unzip();
     let k1 = Bm25Config::default().k1;
-    let lexical = file_list(
-        client
-            .query(
-                "WITH q AS (SELECT * FROM unnest($2::text[], $3::real[]) AS q (term, w)),
-                      p AS (SELECT q.w, t.chunk_id, t.weight FROM q CROSS JOIN LATERAL
-                                (SELECT chunk_id, weight FROM quarry_terms t
-                                 WHERE t.term = q.term AND t.repo_id = ANY($1)
-                                 ORDER BY t.weight DESC LIMIT $6) t),
-                      s AS (SELECT chunk_id, sum(w * weight / ($4 + weight)) AS score
-                            FROM p GROUP BY chunk_id ORDER BY score DESC LIMIT $5)
-                 SELECT c.repo_id, c.path FROM s JOIN quarry_chunks c ON c.id = s.chunk_id
-                 ORDER BY s.score DESC",
-                &[
-                    &repo_ids,
-                    &terms,
-                    &weights,
-                    &k1,
-                    &LEXICAL_DEPTH,
-                    &POSTINGS_PER_TERM,
-                ],
-            )
-            .await
-            .map_err(sql("finding lexical candidates"))?,
-    );
     let names: Vec<String> = name_words(query_text);
-    let named = file_list(
-        client
-            .query(
-                "SELECT repo_id, path FROM quarry_chunks
-                 WHERE lower(name) = ANY($2) AND repo_id = ANY($1) LIMIT $3",
-                &[&repo_ids, &names, &NAME_DEPTH],
-            )
-            .await
-            .map_err(sql("finding name candidates"))?,
-    );
     let engine = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM);
     let same_model = engine
         .and_then(DenseEngine::model_id)
@@ -275,82 +325,187 @@ pub async fn search(
         Some(engine) if same_model => engine.embed_query(query_text).ok(),
         _ => None,
     };
-    let near = match &query_vector {
-        Some(vector) => file_list(
-            client
+    let vector_param = query_vector.as_ref().map(|v| vector_text(v));
+    let lists = join_all(
+        hubs.iter()
+            .zip(&shard_ids)
+            .enumerate()
+            .map(|(shard, (hub, ids))| {
+                let (terms, weights, names, vector_param) =
+                    (&terms, &weights, &names, &vector_param);
+                async move {
+                    let client = &hub.client;
+                    let lexical = client
                 .query(
-                    "SELECT repo_id, path FROM quarry_chunks
-                     WHERE repo_id = ANY($1) AND embedding IS NOT NULL
-                     ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
-                    &[&repo_ids, &vector_text(vector), &DENSE_DEPTH],
+                    "WITH q AS (SELECT * FROM unnest($2::text[], $3::real[]) AS q (term, w)),
+                          p AS (SELECT q.w, t.chunk_id, t.weight FROM q CROSS JOIN LATERAL
+                                    (SELECT chunk_id, weight FROM quarry_terms t
+                                     WHERE t.term = q.term AND t.repo_id = ANY($1)
+                                     ORDER BY t.weight DESC LIMIT $6) t),
+                          s AS (SELECT chunk_id, sum((w * weight / ($4 + weight))::float8) AS score
+                                FROM p GROUP BY chunk_id ORDER BY score DESC LIMIT $5::bigint * 2)
+                     SELECT c.repo_id, c.path, c.byte_start, s.score, ''::text
+                     FROM s JOIN quarry_chunks c ON c.id = s.chunk_id
+                     JOIN quarry_repos r ON r.id = c.repo_id
+                     ORDER BY s.score DESC, r.name, c.path, c.byte_start LIMIT $5",
+                    &[ids, terms, weights, &k1, &LEXICAL_DEPTH, &POSTINGS_PER_TERM],
                 )
                 .await
-                .map_err(sql("finding vector candidates"))?,
-        ),
-        None => Vec::new(),
-    };
-    let files = interleave(&[lexical, named, near], MAX_FILES);
-    out.candidate_files = files.len();
-    if files.is_empty() {
+                .map_err(sql("finding lexical candidates"))?;
+                    let named = client
+                        .query(
+                            "SELECT c.repo_id, c.path, c.byte_start, 0::float8, lower(c.name)
+                     FROM quarry_chunks c JOIN quarry_repos r ON r.id = c.repo_id
+                     WHERE lower(c.name) = ANY($2) AND c.repo_id = ANY($1)
+                     ORDER BY lower(c.name), r.name, c.path, c.byte_start LIMIT $3",
+                            &[ids, names, &NAME_DEPTH],
+                        )
+                        .await
+                        .map_err(sql("finding name candidates"))?;
+                    let near = match vector_param {
+                        Some(vector) => client
+                            .query(
+                                "SELECT repo_id, path, byte_start,
+                                -(embedding <=> ($2::text)::halfvec)::float8, ''::text
+                         FROM quarry_chunks
+                         WHERE repo_id = ANY($1) AND embedding IS NOT NULL
+                         ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
+                                &[ids, vector, &DENSE_DEPTH],
+                            )
+                            .await
+                            .map_err(sql("finding vector candidates"))?,
+                        None => Vec::new(),
+                    };
+                    Ok::<_, HubError>([lexical, named, near].map(|rows| (shard, rows)))
+                }
+            }),
+    )
+    .await;
+    let mut merged: [Vec<Found>; 3] = Default::default();
+    for shard_lists in lists {
+        for (list, (shard, rows)) in merged.iter_mut().zip(shard_lists?) {
+            list.extend(rows.into_iter().filter_map(|r| {
+                Some(Found {
+                    repo: repo_at(shard, r.get(0))?,
+                    path: r.get(1),
+                    start: r.get(2),
+                    score: r.get(3),
+                    name: r.get(4),
+                })
+            }));
+        }
+    }
+    let depths = [LEXICAL_DEPTH, NAME_DEPTH, DENSE_DEPTH];
+    let file_lists: Vec<Vec<FileKey>> = merged
+        .into_iter()
+        .zip(depths)
+        .map(|(mut list, depth)| {
+            list.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| a.name.cmp(&b.name))
+                    .then_with(|| repos[a.repo].name.cmp(&repos[b.repo].name))
+                    .then_with(|| a.path.cmp(&b.path))
+                    .then(a.start.cmp(&b.start))
+            });
+            list.truncate(depth as usize);
+            let masked = |f: &Found| {
+                overlay.is_some_and(|o| repos[f.repo].name == o.repo && o.masks(&f.path))
+            };
+            file_list(list.into_iter().filter(|f| !masked(f)))
+        })
+        .collect();
+    let files = interleave(&file_lists, MAX_FILES);
+    let overlay_files: Vec<usize> = overlay
+        .map(|o| local_candidates(o, &query, &names))
+        .unwrap_or_default();
+    out.candidate_files = files.len() + overlay_files.len();
+    out.overlay_files = overlay_files.len();
+    if out.candidate_files == 0 {
         out.reason = Some("no chunk in the hub holds the query's words or names".into());
         return Ok(out);
     }
 
-    // The candidate files, rebuilt.
-    let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files.iter().cloned().unzip();
-    let texts: FxHashMap<(i32, String), (Language, String)> = client
-        .query(
-            "SELECT f.repo_id, f.path, f.language, f.body FROM quarry_files f
-             JOIN unnest($1::int[], $2::text[]) AS k (r, p) ON f.repo_id = k.r AND f.path = k.p",
-            &[&file_repos, &file_paths],
-        )
-        .await
-        .map_err(sql("reading candidate files"))?
-        .into_iter()
-        .map(|r| {
-            let language = Language::from_name(r.get(2)).unwrap_or(Language::Text);
-            ((r.get(0), r.get(1)), (language, r.get(3)))
-        })
-        .collect();
+    // The candidate files, rebuilt: each shard reads its own.
+    let fetched = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
+        let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files
+            .iter()
+            .filter(|(r, _)| repos[*r].shard == shard)
+            .map(|(r, p)| (repos[*r].id, p.clone()))
+            .unzip();
+        async move {
+            if file_repos.is_empty() {
+                return Ok::<_, HubError>((shard, Vec::new(), Vec::new()));
+            }
+            let texts = hub
+                .client
+                .query(
+                    "SELECT f.repo_id, f.path, f.language, f.body FROM quarry_files f
+                     JOIN unnest($1::int[], $2::text[]) AS k (r, p)
+                         ON f.repo_id = k.r AND f.path = k.p",
+                    &[&file_repos, &file_paths],
+                )
+                .await
+                .map_err(sql("reading candidate files"))?;
+            let chunks = hub
+                .client
+                .query(
+                    "SELECT c.repo_id, c.path, c.kind, c.name, c.qualified_name, c.container,
+                            c.byte_start, c.byte_end, c.start_line, c.end_line, c.name_line,
+                            c.name_column, c.signature, c.doc, c.embedding::text
+                     FROM quarry_chunks c
+                     JOIN unnest($1::int[], $2::text[]) AS k (r, p)
+                         ON c.repo_id = k.r AND c.path = k.p",
+                    &[&file_repos, &file_paths],
+                )
+                .await
+                .map_err(sql("reading candidate chunks"))?;
+            Ok((shard, texts, chunks))
+        }
+    }))
+    .await;
+    let mut texts: FxHashMap<FileKey, (Language, String)> = FxHashMap::default();
     let mut chunks: FxHashMap<FileKey, Vec<StoredChunk>> = FxHashMap::default();
-    for r in client
-        .query(
-            "SELECT c.repo_id, c.path, c.kind, c.name, c.qualified_name, c.container,
-                    c.byte_start, c.byte_end, c.start_line, c.end_line, c.name_line,
-                    c.name_column, c.signature, c.doc, c.embedding::text
-             FROM quarry_chunks c
-             JOIN unnest($1::int[], $2::text[]) AS k (r, p) ON c.repo_id = k.r AND c.path = k.p",
-            &[&file_repos, &file_paths],
-        )
-        .await
-        .map_err(sql("reading candidate chunks"))?
-    {
-        let key: (i32, String) = (r.get(0), r.get(1));
-        let Some((language, _)) = texts.get(&key) else {
-            continue;
-        };
-        let Some(kind) = ChunkKind::from_name(r.get(2)) else {
-            continue;
-        };
-        let chunk = Chunk {
-            language: *language,
-            kind,
-            name: r.get(3),
-            qualified_name: r.get(4),
-            container: r.get(5),
-            byte_start: r.get::<_, i32>(6) as u32,
-            byte_end: r.get::<_, i32>(7) as u32,
-            start_line: r.get::<_, i32>(8) as u32,
-            end_line: r.get::<_, i32>(9) as u32,
-            name_line: r.get::<_, i32>(10) as u32,
-            name_column: r.get::<_, i32>(11) as u32,
-            signature: r.get(12),
-            doc: r.get(13),
-        };
-        let vector = r
-            .get::<_, Option<String>>(14)
-            .and_then(|t| parse_vector(&t));
-        chunks.entry(key).or_default().push((chunk, vector));
+    for shard in fetched {
+        let (shard, text_rows, chunk_rows) = shard?;
+        for r in text_rows {
+            let Some(repo) = repo_at(shard, r.get(0)) else {
+                continue;
+            };
+            let language = Language::from_name(r.get(2)).unwrap_or(Language::Text);
+            texts.insert((repo, r.get(1)), (language, r.get(3)));
+        }
+        for r in chunk_rows {
+            let Some(repo) = repo_at(shard, r.get(0)) else {
+                continue;
+            };
+            let key: FileKey = (repo, r.get(1));
+            let Some((language, _)) = texts.get(&key) else {
+                continue;
+            };
+            let Some(kind) = ChunkKind::from_name(r.get(2)) else {
+                continue;
+            };
+            let chunk = Chunk {
+                language: *language,
+                kind,
+                name: r.get(3),
+                qualified_name: r.get(4),
+                container: r.get(5),
+                byte_start: r.get::<_, i32>(6) as u32,
+                byte_end: r.get::<_, i32>(7) as u32,
+                start_line: r.get::<_, i32>(8) as u32,
+                end_line: r.get::<_, i32>(9) as u32,
+                name_line: r.get::<_, i32>(10) as u32,
+                name_column: r.get::<_, i32>(11) as u32,
+                signature: r.get(12),
+                doc: r.get(13),
+            };
+            let vector = r
+                .get::<_, Option<String>>(14)
+                .and_then(|t| parse_vector(&t));
+            chunks.entry(key).or_default().push((chunk, vector));
+        }
     }
 
     let prefixed = repos.len() > 1;
@@ -369,53 +524,83 @@ pub async fn search(
         _ => None,
     };
     let mut segments = Vec::new();
-    let mut segment_repo: Vec<(u32, u32, usize)> = Vec::new();
+    // (first chunk id, end, repository, from the overlay)
+    let mut segment_repo: Vec<(u32, u32, usize, bool)> = Vec::new();
     let mut text = HubText::default();
     let mut next_id = 0u32;
     let mut pending_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
     for (r, repo) in repos.iter().enumerate() {
         let mut builder = SegmentBuilder::new();
         let first = next_id;
-        for (repo_id, path) in &files {
-            if *repo_id != repo.id {
+        for (file_repo, path) in &files {
+            if *file_repo != r {
                 continue;
             }
-            let key = (*repo_id, path.clone());
-            let (Some((language, body)), Some(file_chunks)) =
+            let key = (r, path.clone());
+            let (Some((language, body)), Some(mut file_chunks)) =
                 (texts.get(&key), chunks.remove(&key))
             else {
                 continue;
             };
-            let mut file_chunks = file_chunks;
             file_chunks.sort_by(|a, b| {
                 a.0.byte_start
                     .cmp(&b.0.byte_start)
                     .then(b.0.byte_end.cmp(&a.0.byte_end))
             });
             let path = shown(repo, path);
-            for (i, (_, vector)) in file_chunks.iter_mut().enumerate() {
-                if let Some(vector) = vector.take() {
-                    pending_vectors.push((next_id + i as u32, vector));
-                }
-            }
-            next_id += file_chunks.len() as u32;
-            builder.add_file(ParsedFile {
-                path: &path,
-                size: body.len() as u64,
-                mtime_ns: 0,
-                stamp: 0,
-                hash: [0; 32],
-                language: *language,
-                text: body,
-                chunks: file_chunks.into_iter().map(|(c, _)| c).collect(),
-            });
+            add_file(
+                &mut builder,
+                &mut next_id,
+                &mut pending_vectors,
+                &path,
+                *language,
+                body,
+                file_chunks,
+            );
             text.files.insert(path, body.clone());
         }
-        if builder.n_chunks() == 0 {
-            continue;
+        if builder.n_chunks() > 0 {
+            segments.push(Arc::new(builder.finish(segments.len() as u64, first)));
+            segment_repo.push((first, next_id, r, false));
         }
-        segments.push(Arc::new(builder.finish(r as u64, first)));
-        segment_repo.push((first, next_id, r));
+        // The workspace's own files, as they are now.
+        let Some(overlay) = overlay.filter(|o| o.repo == repo.name) else {
+            continue;
+        };
+        let mut builder = SegmentBuilder::new();
+        let first = next_id;
+        for &f in &overlay_files {
+            let file = &overlay.files[f];
+            let path = shown(repo, &file.path);
+            let stored = file
+                .chunks
+                .iter()
+                .cloned()
+                .zip(overlay.vectors[f].iter().cloned())
+                .collect();
+            add_file(
+                &mut builder,
+                &mut next_id,
+                &mut pending_vectors,
+                &path,
+                file.language,
+                &file.text,
+                stored,
+            );
+            text.files.insert(path, file.text.clone());
+        }
+        if builder.n_chunks() > 0 {
+            let segment = builder.finish(segments.len() as u64, first);
+            // The overlay's words count in the corpus too (a name only the
+            // checkout has would otherwise score nothing).
+            stats.n_docs += segment.chunks.len() as u64;
+            segment.lexical.for_each_term(|term, ordinal| {
+                *term_df.entry(term.to_string()).or_default() +=
+                    u64::from(segment.lexical.df(ordinal));
+            });
+            segments.push(Arc::new(segment));
+            segment_repo.push((first, next_id, r, true));
+        }
     }
     if let Some(index) = &vectors {
         let entries: Vec<(u32, &[f32])> = pending_vectors
@@ -458,9 +643,9 @@ pub async fn search(
         .hits
         .into_iter()
         .filter_map(|mut hit| {
-            let &(_, _, r) = segment_repo
+            let &(_, _, r, local) = segment_repo
                 .iter()
-                .find(|(first, end, _)| (*first..*end).contains(&hit.chunk_id))?;
+                .find(|(first, end, _, _)| (*first..*end).contains(&hit.chunk_id))?;
             let repo = &repos[r];
             if prefixed {
                 if let Some(rest) = hit.path.strip_prefix(&format!("{}/", repo.name)) {
@@ -470,11 +655,67 @@ pub async fn search(
             Some(HubHit {
                 repo: repo.name.clone(),
                 commit: repo.commit.clone(),
+                local,
                 hit,
             })
         })
         .collect();
     Ok(out)
+}
+
+/// Adds one candidate file to a segment, its chunks numbered from
+/// `next_id` and their vectors set aside for the snapshot's vector index.
+fn add_file(
+    builder: &mut SegmentBuilder,
+    next_id: &mut u32,
+    pending_vectors: &mut Vec<(u32, Vec<f32>)>,
+    path: &str,
+    language: Language,
+    body: &str,
+    mut file_chunks: Vec<StoredChunk>,
+) {
+    for (i, (_, vector)) in file_chunks.iter_mut().enumerate() {
+        if let Some(vector) = vector.take() {
+            pending_vectors.push((*next_id + i as u32, vector));
+        }
+    }
+    *next_id += file_chunks.len() as u32;
+    builder.add_file(ParsedFile {
+        path,
+        size: body.len() as u64,
+        mtime_ns: 0,
+        stamp: 0,
+        hash: [0; 32],
+        language,
+        text: body,
+        chunks: file_chunks.into_iter().map(|(c, _)| c).collect(),
+    });
+}
+
+/// The overlay's files a query ranks: every one while there are few; past
+/// [`MAX_OVERLAY_FILES`], those whose text holds one of the query's words
+/// or names (any case).
+fn local_candidates(overlay: &Overlay, query: &Query, names: &[String]) -> Vec<usize> {
+    let all: Vec<usize> = (0..overlay.files.len())
+        .filter(|&f| !overlay.files[f].chunks.is_empty())
+        .collect();
+    if all.len() <= MAX_OVERLAY_FILES {
+        return all;
+    }
+    let words: Vec<&str> = query
+        .terms
+        .iter()
+        .chain(names)
+        .map(String::as_str)
+        .filter(|w| w.len() >= 2)
+        .collect();
+    all.into_iter()
+        .filter(|&f| {
+            let text = overlay.files[f].text.to_lowercase();
+            words.iter().any(|w| text.contains(w))
+        })
+        .take(MAX_OVERLAY_FILES)
+        .collect()
 }
 
 /// The file texts of the candidate snapshot.
@@ -501,18 +742,18 @@ fn bounded(query: &str) -> &str {
     &query[..end]
 }
 
-/// Distinct (repository, path) pairs in first-seen order.
-fn file_list(rows: Vec<tokio_postgres::Row>) -> Vec<(i32, String)> {
+/// Distinct files in first-seen order.
+fn file_list(found: impl Iterator<Item = Found>) -> Vec<FileKey> {
     let mut seen = rustc_hash::FxHashSet::default();
-    rows.into_iter()
-        .map(|r| (r.get::<_, i32>(0), r.get::<_, String>(1)))
+    found
+        .map(|f| (f.repo, f.path))
         .filter(|key| seen.insert(key.clone()))
         .collect()
 }
 
 /// The lists' files taken in turn (first of each, then second of each),
 /// each once, at most `max`.
-fn interleave(lists: &[Vec<(i32, String)>], max: usize) -> Vec<(i32, String)> {
+fn interleave(lists: &[Vec<FileKey>], max: usize) -> Vec<FileKey> {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut out = Vec::new();
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);

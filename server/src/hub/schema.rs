@@ -145,6 +145,17 @@ pub async fn ensure(client: &Client) -> Result<(), HubError> {
     }
 }
 
+/// Checks the version of a schema that must already exist (a reader's
+/// connection, perhaps to a read-only replica, creates nothing).
+pub async fn check_existing(client: &Client) -> Result<(), HubError> {
+    match version(client).await? {
+        Some(found) => check(found),
+        None => Err(HubError::Invalid(
+            "the hub holds no Quarry schema yet: `quarry push` creates it".into(),
+        )),
+    }
+}
+
 fn check(found: i32) -> Result<(), HubError> {
     if found == VERSION {
         Ok(())

@@ -1417,7 +1417,7 @@ fn apply_row(state: &mut WriterState, row: &FileRow, killed: &mut Vec<u32>) {
 
 /// Decodes file bytes (lossily when they are not UTF-8), or says why the
 /// file is not indexed.
-fn classify(bytes: Vec<u8>) -> Result<String, SkipReason> {
+pub(crate) fn classify(bytes: Vec<u8>) -> Result<String, SkipReason> {
     let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if sniff.contains(&0) {
         return Err(SkipReason::Binary);

@@ -3,7 +3,9 @@
 //! does; a one-file change moves one file; a push killed half-way leaves
 //! the previous commit whole; a role sees only the repositories it was
 //! granted; hostile names and queries change no data; a hub that is down
-//! gives a clear error without the password.
+//! leaves search to the local index (saying why, without the password);
+//! the overlay keeps a checkout's own changes current; shards and a
+//! replica answer as one server.
 
 use crate::common::postgres::Postgres;
 use crate::common::{golden, Workspace};
@@ -515,7 +517,7 @@ fn hostile_names_and_queries_change_no_data() {
 }
 
 #[test]
-fn a_hub_that_is_down_is_a_clear_error_without_the_password() {
+fn a_hub_that_is_down_leaves_search_to_the_local_index_and_push_fails_clearly() {
     let Some(pg) = Postgres::start() else { return };
     let ws = Workspace::fixture();
     push(&ws, &pg.url(), "app", "c1", &["--lexical"]);
@@ -524,18 +526,31 @@ fn a_hub_that_is_down_is_a_clear_error_without_the_password() {
         "postgres://postgres:s3cret-pw@127.0.0.1:{}/postgres",
         pg.port
     );
-    for args in [
-        vec!["search", "GraphStore", "--lexical", "--hub", url.as_str()],
-        vec!["push", "--lexical", "--hub", url.as_str()],
-    ] {
-        let out = quarry(&ws, &args);
-        assert!(!out.status.success());
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("cannot connect"), "{stderr}");
-        assert!(!stderr.contains("s3cret-pw"), "{stderr}");
-        assert!(stderr.contains("postgres:***@"), "{stderr}");
+    // A search answers from the local index and says why.
+    let out = quarry(
+        &ws,
+        &["search", "GraphStore", "--json", "--lexical", "--hub", &url],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = succeed(out);
+    let value: Value = serde_json::from_str(&stdout).expect("json");
+    let reason = value["reason"].as_str().expect("a reason");
+    assert!(reason.contains("cannot connect"), "{reason}");
+    assert!(reason.contains("local index"), "{reason}");
+    assert!(value.get("repos").is_none(), "not a hub answer: {stdout}");
+    assert!(!value["hits"].as_array().expect("hits").is_empty());
+    for text in [reason, stderr.as_str()] {
+        assert!(!text.contains("s3cret-pw"), "{text}");
+        assert!(text.contains("postgres:***@"), "{text}");
     }
-    // Back up: the same command answers again.
+    // A push fails and says why.
+    let out = quarry(&ws, &["push", "--lexical", "--hub", &url]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    assert!(!stderr.contains("s3cret-pw"), "{stderr}");
+    assert!(stderr.contains("postgres:***@"), "{stderr}");
+    // Back up: the same command answers from the hub again.
     pg.start_again();
     let out = succeed(quarry(
         &ws,
@@ -549,5 +564,186 @@ fn a_hub_that_is_down_is_a_clear_error_without_the_password() {
         ],
     ));
     let value: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(value["repos"], 1, "{out}");
     assert!(!value["hits"].as_array().expect("hits").is_empty());
+}
+
+/// Runs git in the workspace (a fixed author, no user config needed).
+fn git(ws: &Workspace, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(ws.root())
+        .args(["-c", "user.email=q@example.com", "-c", "user.name=q"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// (path, name, local) of every hit of a hub search of `query` from the
+/// workspace, overlaid as `app` unless `extra` says otherwise.
+fn hub_hits(
+    ws: &Workspace,
+    url: &str,
+    query: &str,
+    extra: &[&str],
+) -> (Value, Vec<(String, String, bool)>) {
+    let mut args = vec![
+        "search",
+        query,
+        "--json",
+        "--lexical",
+        "--hub",
+        url,
+        "--workspace-repo",
+        "app",
+    ];
+    args.extend_from_slice(extra);
+    let value: Value = serde_json::from_str(&succeed(quarry(ws, &args))).expect("json");
+    let hits = value["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap_or("").to_string(),
+                h["name"].as_str().unwrap_or("").to_string(),
+                h["local"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    (value, hits)
+}
+
+#[test]
+fn the_overlay_shows_a_checkouts_own_changes_over_the_hubs_commit() {
+    let Some(pg) = Postgres::start() else { return };
+    let url = pg.url();
+    let ws = Workspace::fixture();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    let pushed = push(&ws, &url, "app", &head, &["--lexical"]);
+    assert_eq!(pushed["commit"], head.as_str());
+    let has = |hits: &[(String, String, bool)], path: &str, name: &str| {
+        hits.iter().any(|(p, n, _)| p == path && n == name)
+    };
+    let (value, hits) = hub_hits(&ws, &url, "fetch_manifest", &[]);
+    assert!(
+        has(&hits, "python/retry_policy.py", "fetch_manifest"),
+        "{value}"
+    );
+
+    // A committed change, an uncommitted deletion of a function, an
+    // untracked file and a deleted file, none of them pushed.
+    ws.write(
+        "src/graph_store.rs",
+        "/// Emptied.\npub struct GraphStore;\n",
+    );
+    git(&ws, &["commit", "-q", "-am", "graph store emptied"]);
+    let retry = std::fs::read_to_string(ws.root().join("python/retry_policy.py")).expect("read");
+    let start = retry
+        .find("def fetch_manifest")
+        .expect("fetch_manifest in the fixture");
+    ws.write(
+        "python/retry_policy.py",
+        format!(
+            "{}def fetch_catalogue_overlay(url: str) -> bytes:\n    return b''\n",
+            &retry[..start]
+        ),
+    );
+    ws.write(
+        "notes/untracked_helper.py",
+        "def summon_untracked_helper():\n    return 42\n",
+    );
+    std::fs::remove_file(ws.root().join("ruby/job_queue.rb")).expect("rm");
+
+    let (value, hits) = hub_hits(&ws, &url, "fetch_manifest", &[]);
+    assert_eq!(value["overlay"]["source"], "git", "{value}");
+    assert_eq!(value["overlay"]["commit"], head.as_str());
+    assert_eq!(value["overlay"]["masked"], 4, "{value}");
+    assert!(
+        !has(&hits, "python/retry_policy.py", "fetch_manifest"),
+        "deleted locally: {hits:?}"
+    );
+    let (value, hits) = hub_hits(&ws, &url, "fetch_catalogue_overlay", &[]);
+    assert!(
+        hits.iter().any(|h| h
+            == &(
+                "python/retry_policy.py".into(),
+                "fetch_catalogue_overlay".into(),
+                true
+            )),
+        "{value}"
+    );
+    let (_, hits) = hub_hits(&ws, &url, "summon_untracked_helper", &[]);
+    assert!(
+        has(
+            &hits,
+            "notes/untracked_helper.py",
+            "summon_untracked_helper"
+        ),
+        "{hits:?}"
+    );
+    let (_, hits) = hub_hits(&ws, &url, "GraphStore lookup", &[]);
+    assert!(
+        hits.iter()
+            .all(|(p, n, _)| !(p == "src/graph_store.rs" && n == "lookup")),
+        "committed after the push: {hits:?}"
+    );
+    let (_, hits) = hub_hits(&ws, &url, "JobQueue", &[]);
+    assert!(
+        hits.iter().all(|(p, _, _)| p != "ruby/job_queue.rb"),
+        "{hits:?}"
+    );
+    // Files the checkout has not changed still come from the hub.
+    let (_, hits) = hub_hits(&ws, &url, "fetch_session", &[]);
+    assert!(hits.iter().any(|(_, _, local)| !local), "{hits:?}");
+
+    // --no-overlay: the hub's commit alone.
+    let (value, hits) = hub_hits(&ws, &url, "fetch_manifest", &["--no-overlay"]);
+    assert!(value.get("overlay").is_none());
+    assert!(
+        has(&hits, "python/retry_policy.py", "fetch_manifest"),
+        "{hits:?}"
+    );
+
+    // A commit the checkout does not know: compared by content hashes.
+    push(
+        &ws,
+        &url,
+        "app",
+        "0000000000000000000000000000000000000000",
+        &["--lexical"],
+    );
+    ws.write(
+        "notes/untracked_helper.py",
+        "def summon_rewritten_helper():\n    return 43\n",
+    );
+    let (value, hits) = hub_hits(&ws, &url, "summon_rewritten_helper", &[]);
+    assert_eq!(value["overlay"]["source"], "hashes", "{value}");
+    assert_eq!(value["overlay"]["masked"], 1, "{value}");
+    assert!(
+        has(
+            &hits,
+            "notes/untracked_helper.py",
+            "summon_rewritten_helper"
+        ),
+        "{hits:?}"
+    );
+    let (_, hits) = hub_hits(&ws, &url, "summon_untracked_helper", &[]);
+    assert!(
+        !has(
+            &hits,
+            "notes/untracked_helper.py",
+            "summon_untracked_helper"
+        ),
+        "{hits:?}"
+    );
 }

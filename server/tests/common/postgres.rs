@@ -94,6 +94,66 @@ impl Postgres {
         Some(server)
     }
 
+    /// A hot standby of `primary` (`pg_basebackup -R`, streaming), started
+    /// on its own port.
+    pub fn replica_of(primary: &Postgres) -> Postgres {
+        let dir = tempfile::Builder::new()
+            .prefix("quarry-pg-replica")
+            .tempdir()
+            .expect("tempdir");
+        let server = Postgres {
+            dir,
+            port: free_port(),
+            bin: primary.bin.clone(),
+            as_nobody: primary.as_nobody,
+        };
+        if server.as_nobody {
+            std::fs::set_permissions(
+                server.dir.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .expect("chmod");
+        }
+        server.run(
+            "pg_basebackup",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &primary.port.to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                &server.data().to_string_lossy(),
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        );
+        server.start_again();
+        server
+    }
+
+    /// Waits until this replica has replayed everything `primary` wrote.
+    pub fn catch_up_with(&self, primary: &Postgres) {
+        let target = primary.sql("SELECT pg_current_wal_lsn()");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let behind = self.sql(&format!(
+                "SELECT pg_wal_lsn_diff('{target}', pg_last_wal_replay_lsn()) > 0"
+            ));
+            if behind == "f" {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the replica did not catch up"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }

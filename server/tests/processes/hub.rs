@@ -747,3 +747,130 @@ fn the_overlay_shows_a_checkouts_own_changes_over_the_hubs_commit() {
         "{hits:?}"
     );
 }
+
+/// Every query's hub answer as (repository, path, start line, symbol).
+fn hub_batch(
+    ws: &Workspace,
+    urls: &[String],
+    extra: &[&str],
+) -> Vec<Vec<(String, String, u64, String)>> {
+    let file = ws.dir.path().join("queries.jsonl");
+    let text: String = queries()
+        .iter()
+        .map(|q| serde_json::to_string(q).expect("json") + "\n")
+        .collect();
+    std::fs::write(&file, text).expect("write queries");
+    let file = file.to_string_lossy().into_owned();
+    let mut args = vec!["search", "--queries", &file, "--limit", "8", "--no-overlay"];
+    for url in urls {
+        args.extend_from_slice(&["--hub", url]);
+    }
+    args.extend_from_slice(extra);
+    succeed(quarry(ws, &args))
+        .lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line).expect("json line");
+            value["hits"]
+                .as_array()
+                .expect("hits")
+                .iter()
+                .map(|h| {
+                    (
+                        h["repo"].as_str().unwrap_or("").to_string(),
+                        h["path"].as_str().unwrap_or("").to_string(),
+                        h["start_line"].as_u64().unwrap_or(0),
+                        h["symbol"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn two_shards_and_a_replica_answer_as_one_server() {
+    let Some(single) = Postgres::start() else {
+        return;
+    };
+    let Some(first) = Postgres::start() else {
+        return;
+    };
+    let Some(second) = Postgres::start() else {
+        return;
+    };
+    let alpha = Workspace::fixture();
+    let beta = Workspace::fixture();
+    beta.write(
+        "python/shard_only.py",
+        "def rebalance_token_bucket(bucket):\n    \"\"\"Refills a token bucket after a shard moves.\"\"\"\n    return bucket\n",
+    );
+    std::fs::remove_file(beta.root().join("src/graph_store.rs")).expect("rm");
+    let hybrid = model_present();
+    let flags: &[&str] = if hybrid { &[] } else { &["--lexical"] };
+    push(&alpha, &single.url(), "alpha", "a1", flags);
+    push(&beta, &single.url(), "beta", "b1", flags);
+    push(&alpha, &first.url(), "alpha", "a1", flags);
+    push(&beta, &second.url(), "beta", "b1", flags);
+    // Reads of the first shard go to its streaming replica.
+    let replica = Postgres::replica_of(&first);
+    replica.catch_up_with(&first);
+
+    let one = hub_batch(&alpha, &[single.url()], flags);
+    let sharded = hub_batch(&alpha, &[replica.url(), second.url()], flags);
+    assert_eq!(
+        one, sharded,
+        "one server vs two shards (one through its replica)"
+    );
+    assert!(one.iter().all(|hits| !hits.is_empty()));
+    for repo in ["alpha", "beta"] {
+        assert!(
+            one.iter().flatten().any(|(r, ..)| r == repo),
+            "{repo} answers some query"
+        );
+    }
+    // A scope narrows every shard alike.
+    let one = hub_batch(
+        &alpha,
+        &[single.url()],
+        &[flags, &["--repo", "b*"]].concat(),
+    );
+    let sharded = hub_batch(
+        &alpha,
+        &[replica.url(), second.url()],
+        &[flags, &["--repo", "b*"]].concat(),
+    );
+    assert_eq!(one, sharded);
+    assert!(one.iter().flatten().all(|(r, ..)| r == "beta"));
+
+    // A push to the primary reaches the replica's readers.
+    alpha.write(
+        "python/late.py",
+        "def replicated_late_arrival():\n    return 1\n",
+    );
+    push(&alpha, &first.url(), "alpha", "a2", flags);
+    replica.catch_up_with(&first);
+    let out = succeed(quarry(
+        &alpha,
+        &[
+            &[
+                "search",
+                "replicated_late_arrival",
+                "--json",
+                "--no-overlay",
+                "--hub",
+                &replica.url(),
+            ],
+            flags,
+        ]
+        .concat(),
+    ));
+    let value: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(value["hits"][0]["path"], "python/late.py", "{value}");
+    assert_eq!(value["hits"][0]["commit"], "a2", "{value}");
+    // The replica refuses writes: a push there fails and says so.
+    let out = quarry(
+        &alpha,
+        &[&["push", "--hub", &replica.url(), "--repo", "alpha"], flags].concat(),
+    );
+    assert!(!out.status.success());
+}

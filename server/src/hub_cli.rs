@@ -132,7 +132,7 @@ pub fn search(
             Err(e) if e.is_unreachable() => {
                 return Ok(Answered::Down(format!(
                     "{}; answering from the local index",
-                    chain(&e)
+                    e.full()
                 )))
             }
             Err(e) => return Err(e.into()),
@@ -166,7 +166,7 @@ pub fn search(
             Err(e) if e.is_unreachable() && !lines => {
                 return Ok(Answered::Down(format!(
                     "{}; answering from the local index",
-                    chain(&e)
+                    e.full()
                 )))
             }
             Err(e) => return Err(e).context("searching the hub"),
@@ -180,18 +180,6 @@ pub fn search(
         }
     }
     Ok(Answered::Hub)
-}
-
-/// An error and its causes on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn print(results: &HubResults, out: &mut dyn Write) -> Result<()> {

@@ -54,6 +54,7 @@ impl Client {
         let mut child = Command::new(exe)
             .arg("lsp")
             .env("XDG_CACHE_HOME", cache_home)
+            .env_remove("QUARRY_HUB")
             .env("QUARRY_MODEL", model.unwrap_or(&no_model))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -60,6 +60,19 @@ pub enum HubError {
 }
 
 impl HubError {
+    /// The error and its causes on one line (a URL in it is redacted).
+    pub fn full(&self) -> String {
+        use std::error::Error;
+        let mut text = self.to_string();
+        let mut source = self.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+
     /// The hub could not be reached or went away: a caller with a local
     /// index answers from it instead (and says why).
     pub fn is_unreachable(&self) -> bool {

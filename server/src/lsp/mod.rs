@@ -15,6 +15,7 @@
 //! Never: panic on client input; block a request behind the writer.
 
 mod framing;
+mod hub_link;
 mod lanes;
 pub mod overlay;
 pub mod settings;
@@ -203,6 +204,8 @@ struct State {
     next_token: AtomicU64,
     shutting_down: AtomicBool,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// The shared hub `quarry/search` asks first, when the settings name one.
+    hub: hub_link::HubLink,
 }
 
 pub struct Backend {
@@ -229,6 +232,7 @@ impl Backend {
                 progress_supported: AtomicBool::new(false),
                 next_token: AtomicU64::new(1),
                 shutting_down: AtomicBool::new(false),
+                hub: hub_link::HubLink::default(),
                 watcher: Mutex::new(None),
             }),
         }
@@ -288,6 +292,7 @@ impl State {
 
     fn queue(&self, f: impl FnOnce(&mut Pending)) {
         f(&mut self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        self.hub.changed();
         self.wake.notify_one();
     }
 
@@ -443,6 +448,12 @@ pub struct SearchHit {
     pub score: f32,
     pub sources: Vec<&'static str>,
     pub snippet: String,
+    /// Over a hub: the repository and commit the hit comes from (the
+    /// commit is absent for the workspace's own, current text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -459,6 +470,12 @@ pub struct SearchResponse {
     /// `starting` while a folder's index is still loading (the answer may
     /// be empty for that reason alone), else `ready`.
     pub state: &'static str,
+    /// Who answered: `hub` (the shared index, the workspace's changes
+    /// overlaid) or `local` (the workspace's own index).
+    pub source: &'static str,
+    /// Over a hub: repositories searched, candidate files and the overlay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hub: Option<Value>,
 }
 
 /// A hit re-located in an open buffer: the chunk of the same qualified name
@@ -473,6 +490,60 @@ fn relocate(hit: &Hit, text: &str, snippet_lines: usize) -> Option<(Range, Strin
     };
     let snippet = snippet(text, chunk.start_line, chunk.end_line, snippet_lines);
     Some((range, snippet))
+}
+
+/// A hit as the response shows it, at `uri`: re-located in `buffer` when
+/// the file is open (`None` when its symbol is gone from the buffer), its
+/// selection at the name (or the phrase) in the file's current `text`.
+fn shape_hit(
+    hit: Hit,
+    uri: Uri,
+    buffer: Option<&str>,
+    text: &mut dyn TextSource,
+    phrases: &[String],
+    snippet_lines: usize,
+) -> Option<SearchHit> {
+    let (range, snippet) = match buffer {
+        Some(buffer) => relocate(&hit, buffer, snippet_lines)?,
+        None => (
+            line_range(hit.start_line, hit.end_line),
+            hit.snippet.clone(),
+        ),
+    };
+    let pinned_phrase = hit.sources.contains(&"phrase");
+    let selection_range = text
+        .text(&hit.path)
+        .and_then(|file| {
+            let needles: Vec<&str> = if pinned_phrase {
+                phrases.iter().map(String::as_str).collect()
+            } else {
+                Vec::new()
+            };
+            name_position(file, range.start.line, range.end.line, &hit.name, &needles)
+        })
+        // A text window opens at the line that matched.
+        .or_else(|| {
+            (!ChunkKind::from_name(hit.kind).is_some_and(ChunkKind::is_definition))
+                .then(|| Position::new(hit.detail_line.saturating_sub(1), 0))
+        })
+        .map_or(Range::new(range.start, range.start), |at| {
+            Range::new(at, at)
+        });
+    Some(SearchHit {
+        uri,
+        range,
+        selection_range,
+        symbol: hit.symbol,
+        label: hit.label,
+        detail: hit.detail,
+        kind: hit.kind,
+        language: hit.language,
+        score: hit.score,
+        sources: hit.sources,
+        snippet,
+        repo: None,
+        commit: None,
+    })
 }
 
 impl Backend {
@@ -508,9 +579,26 @@ impl Backend {
         };
         let state = self.state.clone();
         let query = params.query;
-        let response = tokio::task::spawn_blocking(move || search_all(&state, &query, &options))
-            .await
-            .map_err(|_| RpcError::internal_error())?;
+        let mut hub_down = None;
+        if !settings.hub.is_empty() {
+            match search_hub(&state, &settings, &query, &options).await {
+                Ok(response) => return Ok(response),
+                Err(why) => {
+                    log(&format!("hub: {why}"));
+                    hub_down = Some(format!("hub: {why}; answered from the local index"));
+                }
+            }
+        }
+        let mut response =
+            tokio::task::spawn_blocking(move || search_all(&state, &query, &options))
+                .await
+                .map_err(|_| RpcError::internal_error())?;
+        if let Some(down) = hub_down {
+            response.reason = Some(match response.reason.take() {
+                Some(why) => format!("{down}; {why}"),
+                None => down,
+            });
+        }
         Ok(response)
     }
 
@@ -762,6 +850,179 @@ fn merge_folders(lists: Vec<Vec<SearchHit>>, limit: usize) -> Vec<SearchHit> {
     out
 }
 
+/// Searches the hub, the first folder's changes overlaid (its repository
+/// is `hubRepo`, else the folder's name), within `hubTimeoutMs`; or says
+/// why it could not (the caller then answers from the local index).
+async fn search_hub(
+    state: &Arc<State>,
+    settings: &Settings,
+    query: &str,
+    options: &SearchOptions,
+) -> Result<SearchResponse, String> {
+    let folder = state.folders().into_iter().next();
+    let workspace = folder.as_ref().map(|f| hub_link::Workspace {
+        root: f.root.clone(),
+        repo: settings.hub_repo.clone().unwrap_or_else(|| {
+            f.root
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }),
+        buffers: state
+            .overlay
+            .dirty_under(&f.root)
+            .into_iter()
+            .filter_map(|(abs, text)| {
+                crate::confine::check_new(&f.root, &abs).ok()?;
+                Some((crate::walk::relative_path(&f.root, &abs)?, text))
+            })
+            .collect(),
+        max_file_size: f
+            .index()
+            .map_or(crate::index::DEFAULT_MAX_FILE_SIZE, |i| i.max_file_size()),
+    });
+    let dense = state
+        .engine()
+        .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
+    let scope = crate::hub::RepoScope {
+        globs: settings.hub_repos.clone(),
+    };
+    let task = {
+        let (state, urls, query, options) = (
+            state.clone(),
+            settings.hub.clone(),
+            query.to_string(),
+            options.clone(),
+        );
+        let retry = Duration::from_millis(settings.hub_retry_ms);
+        let workspace = workspace.as_ref().map(|w| hub_link::Workspace {
+            root: w.root.clone(),
+            repo: w.repo.clone(),
+            buffers: w.buffers.clone(),
+            max_file_size: w.max_file_size,
+        });
+        let handle = tokio::runtime::Handle::current();
+        // Ranking and embedding are CPU work: off the protocol's threads.
+        tokio::task::spawn_blocking(move || {
+            handle.block_on(state.hub.search(&hub_link::Ask {
+                urls: &urls,
+                scope: &scope,
+                workspace: workspace.as_ref(),
+                query: &query,
+                options: &options,
+                dense: dense.as_deref(),
+                retry,
+            }))
+        })
+    };
+    let budget = Duration::from_millis(settings.hub_timeout_ms);
+    let results = match tokio::time::timeout(budget, task).await {
+        Err(_) => return Err(format!("no answer within {} ms", settings.hub_timeout_ms)),
+        Ok(Err(_)) => return Err("the hub search stopped".into()),
+        Ok(Ok(results)) => results?,
+    };
+    let phrases: Vec<String> = crate::lexical::Query::parse(query)
+        .phrases
+        .into_iter()
+        .map(|p| p.text)
+        .collect();
+    let mut response = SearchResponse {
+        mode: results.mode,
+        reason: results.reason,
+        coverage: json!({"embedded": results.coverage.embedded, "total": results.coverage.total}),
+        hits: Vec::with_capacity(results.hits.len()),
+        no_match: results.no_match,
+        state: "ready",
+        source: "hub",
+        hub: Some(json!({
+            "repos": results.repos,
+            "candidateFiles": results.candidate_files,
+            "overlayFiles": results.overlay_files,
+            "overlay": results.overlay,
+        })),
+    };
+    let mut live = folder.as_ref().map(|f| LiveText {
+        root: &f.root,
+        overlay: &state.overlay,
+        disk: DiskText::new(
+            f.root.clone(),
+            workspace
+                .as_ref()
+                .map_or(crate::index::DEFAULT_MAX_FILE_SIZE, |w| w.max_file_size),
+        ),
+    });
+    let mut no_text = NoText;
+    for found in results.hits {
+        let commit = (!found.local).then(|| found.commit.clone());
+        let own = workspace.as_ref().is_some_and(|w| w.repo == found.repo);
+        let shaped = match (own, folder.as_ref(), live.as_mut()) {
+            (true, Some(f), Some(text)) => {
+                let Some(uri) = Uri::from_file_path(f.root.join(&found.hit.path)) else {
+                    continue;
+                };
+                let buffer = open_buffer(&state.overlay, &f.root, &found.hit.path);
+                let buffer = buffer.as_ref().map(|b| b.text.as_str());
+                shape_hit(
+                    found.hit,
+                    uri,
+                    buffer,
+                    text,
+                    &phrases,
+                    options.snippet_lines,
+                )
+            }
+            _ => {
+                let Some(uri) = hub_uri(&found.repo, &found.hit.path) else {
+                    continue;
+                };
+                shape_hit(
+                    found.hit,
+                    uri,
+                    None,
+                    &mut no_text,
+                    &phrases,
+                    options.snippet_lines,
+                )
+            }
+        };
+        if let Some(mut hit) = shaped {
+            hit.repo = Some(found.repo);
+            hit.commit = commit;
+            response.hits.push(hit);
+        }
+    }
+    Ok(response)
+}
+
+/// Where a hit in another repository of the hub is:
+/// `quarry-hub:/REPO/PATH`, percent-encoded. Editors list it with its
+/// snippet; opening it needs the hub's text (not served yet).
+fn hub_uri(repo: &str, path: &str) -> Option<Uri> {
+    let encode = |s: &str, keep_slash: bool| -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                b'/' if keep_slash => "/".to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    format!("quarry-hub:/{}/{}", encode(repo, false), encode(path, true))
+        .parse()
+        .ok()
+}
+
+/// No text at all: hits of other repositories keep their indexed ranges.
+struct NoText;
+
+impl TextSource for NoText {
+    fn text(&mut self, _path: &str) -> Option<&str> {
+        None
+    }
+}
+
 /// Runs a search over every folder and merges the hits (`merge_folders`).
 /// A branch that failed at run time is logged and named in `reason`.
 fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResponse {
@@ -773,6 +1034,8 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         hits: Vec::new(),
         no_match: true,
         state: "ready",
+        source: "local",
+        hub: None,
     };
     let weaken = |response: &mut SearchResponse, mode: &'static str, reason: Option<String>| {
         if mode_strength(mode) < mode_strength(response.mode) {
@@ -838,52 +1101,19 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         total += results.coverage.total;
         let mut hits = Vec::with_capacity(results.hits.len());
         for hit in results.hits {
-            let abs = folder.root.join(&hit.path);
-            let Some(uri) = Uri::from_file_path(&abs) else {
+            let Some(uri) = Uri::from_file_path(folder.root.join(&hit.path)) else {
                 continue;
             };
-            let (range, snippet) = match open_buffer(&state.overlay, &folder.root, &hit.path) {
-                Some(buffer) => match relocate(&hit, &buffer.text, options.snippet_lines) {
-                    Some(found) => found,
-                    None => continue,
-                },
-                None => (
-                    line_range(hit.start_line, hit.end_line),
-                    hit.snippet.clone(),
-                ),
-            };
-            let pinned_phrase = hit.sources.contains(&"phrase");
-            let selection_range = text
-                .text(&hit.path)
-                .and_then(|file| {
-                    let needles: Vec<&str> = if pinned_phrase {
-                        phrases.iter().map(String::as_str).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    name_position(file, range.start.line, range.end.line, &hit.name, &needles)
-                })
-                // A text window opens at the line that matched.
-                .or_else(|| {
-                    (!ChunkKind::from_name(hit.kind).is_some_and(ChunkKind::is_definition))
-                        .then(|| Position::new(hit.detail_line.saturating_sub(1), 0))
-                })
-                .map_or(Range::new(range.start, range.start), |at| {
-                    Range::new(at, at)
-                });
-            hits.push(SearchHit {
+            let buffer = open_buffer(&state.overlay, &folder.root, &hit.path);
+            let buffer = buffer.as_ref().map(|b| b.text.as_str());
+            hits.extend(shape_hit(
+                hit,
                 uri,
-                range,
-                selection_range,
-                symbol: hit.symbol,
-                label: hit.label,
-                detail: hit.detail,
-                kind: hit.kind,
-                language: hit.language,
-                score: hit.score,
-                sources: hit.sources,
-                snippet,
-            });
+                buffer,
+                &mut text,
+                &phrases,
+                options.snippet_lines,
+            ));
         }
         lists.push(hits);
     }
@@ -912,6 +1142,12 @@ impl LanguageServer for Backend {
             log(&format!(
                 "ignoring unknown initializationOptions key {key:?}"
             ));
+        }
+        let mut settings = settings;
+        if settings.hub.is_empty() {
+            if let Some(url) = std::env::var("QUARRY_HUB").ok().filter(|u| !u.is_empty()) {
+                settings.hub = vec![url];
+            }
         }
         *self
             .state
@@ -1200,6 +1436,12 @@ impl LanguageServer for Backend {
 mod tests {
     use super::*;
 
+    #[test]
+    fn hub_uris_encode_what_a_path_may_hold() {
+        let uri = hub_uri("team/app", "src/a b#.rs").expect("a uri");
+        assert_eq!(uri.as_str(), "quarry-hub:/team%2Fapp/src/a%20b%23.rs");
+    }
+
     fn hit(name: &str, score: f32, pinned: bool) -> SearchHit {
         SearchHit {
             uri: Uri::from_file_path("/w/a.rs").unwrap(),
@@ -1217,6 +1459,8 @@ mod tests {
                 vec!["lexical"]
             },
             snippet: String::new(),
+            repo: None,
+            commit: None,
         }
     }
 

@@ -32,6 +32,18 @@ pub struct Settings {
     pub exclude: Vec<String>,
     /// Milliseconds to wait for more changes before reindexing.
     pub debounce_ms: u64,
+    /// Shared hubs (shards, each perhaps a read replica) `quarry/search`
+    /// asks first; empty: the local index alone. `$QUARRY_HUB` when unset.
+    pub hub: Vec<String>,
+    /// Globs of the hub repositories searched (all the role may read).
+    pub hub_repos: Vec<String>,
+    /// The hub repository the first folder is a checkout of (default: the
+    /// folder's name): its changes are overlaid on the hub's commit.
+    pub hub_repo: Option<String>,
+    /// How long a query waits for the hub before the local index answers.
+    pub hub_timeout_ms: u64,
+    /// After the hub fails, how long until it is tried again.
+    pub hub_retry_ms: u64,
 }
 
 impl Default for Settings {
@@ -47,6 +59,11 @@ impl Default for Settings {
             depth: None,
             exclude: Vec::new(),
             debounce_ms: 120,
+            hub: Vec::new(),
+            hub_repos: Vec::new(),
+            hub_repo: None,
+            hub_timeout_ms: 3000,
+            hub_retry_ms: 5000,
         }
     }
 }
@@ -121,11 +138,43 @@ impl Settings {
                         .map_err(|e| format!("initializationOptions.exclude: {e}"))?;
                 }
                 "debounceMs" => settings.debounce_ms = count(key, value, 60_000)? as u64,
+                "hub" => {
+                    settings.hub = match value {
+                        Value::Null => Vec::new(),
+                        Value::String(url) if !url.is_empty() => vec![url.clone()],
+                        v => strings(v)
+                            .ok_or("initializationOptions.hub must be a URL or a list of URLs")?,
+                    }
+                }
+                "hubRepos" => {
+                    settings.hub_repos = strings(value)
+                        .ok_or("initializationOptions.hubRepos must be a list of globs")?
+                }
+                "hubRepo" => {
+                    settings.hub_repo = match value {
+                        Value::Null => None,
+                        Value::String(name) if !name.is_empty() => Some(name.clone()),
+                        _ => return Err("initializationOptions.hubRepo must be a name".into()),
+                    }
+                }
+                "hubTimeoutMs" => {
+                    settings.hub_timeout_ms = count(key, value, 600_000)?.max(1) as u64
+                }
+                "hubRetryMs" => settings.hub_retry_ms = count(key, value, 3_600_000)? as u64,
                 _ => unknown.push(key.clone()),
             }
         }
         Ok((settings, unknown))
     }
+}
+
+/// A JSON list of strings.
+fn strings(value: &Value) -> Option<Vec<String>> {
+    value.as_array().and_then(|a| {
+        a.iter()
+            .map(|g| g.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+    })
 }
 
 #[cfg(test)]
@@ -155,5 +204,20 @@ mod tests {
                 Settings::default()
             );
         }
+    }
+
+    #[test]
+    fn a_hub_is_one_url_or_several() {
+        let (s, _) = Settings::from_options(Some(&json!({"hub": "postgres://h/db"}))).unwrap();
+        assert_eq!(s.hub, ["postgres://h/db"]);
+        let (s, _) = Settings::from_options(Some(&json!({
+            "hub": ["postgres://a/db", "postgres://b/db"], "hubRepos": ["svc-*"], "hubRepo": "mono"
+        })))
+        .unwrap();
+        assert_eq!(s.hub.len(), 2);
+        assert_eq!(s.hub_repos, ["svc-*"]);
+        assert_eq!(s.hub_repo.as_deref(), Some("mono"));
+        let err = Settings::from_options(Some(&json!({"hub": 5}))).unwrap_err();
+        assert!(err.contains("hub"), "{err}");
     }
 }

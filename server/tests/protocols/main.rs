@@ -7,5 +7,6 @@ mod common;
 
 mod lsp;
 mod lsp_embedding;
+mod lsp_hub;
 mod lsp_protocol;
 mod mcp;

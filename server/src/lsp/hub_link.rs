@@ -1,0 +1,146 @@
+//! The language server's link to a shared hub.
+//!
+//! Owns: the connections to the hub's shards (made at the first query,
+//! dropped when a query fails, tried again once `hubRetryMs` has passed),
+//! and the overlay of the first folder's changes over the hub's commit
+//! (rebuilt when the server has heard of a change since it was built: a
+//! watched file, an edit, a save).
+//! Never: decide what the editor is shown when the hub fails (the caller
+//! answers from the local index with the reason this returns), or show a
+//! password (hub errors carry redacted URLs).
+
+use crate::dense::DenseEngine;
+use crate::hub::{self, Hub, HubError, HubResults, Overlay, RepoScope};
+use crate::search::SearchOptions;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The hub connection and the overlay, shared by every query.
+#[derive(Default)]
+pub struct HubLink {
+    /// Bumped by every change the server hears of.
+    generation: AtomicU64,
+    inner: tokio::sync::Mutex<Link>,
+}
+
+#[derive(Default)]
+struct Link {
+    /// The URLs `hubs` was opened with (a settings change reconnects).
+    urls: Vec<String>,
+    hubs: Option<Arc<Vec<Hub>>>,
+    /// Since when the hub is counted down, and why.
+    down: Option<(Instant, String)>,
+    /// The overlay and the generation it was built at.
+    overlay: Option<(u64, Option<Arc<Overlay>>)>,
+}
+
+/// The checkout a hub search overlays.
+pub struct Workspace {
+    pub root: PathBuf,
+    /// Its repository's name in the hub.
+    pub repo: String,
+    /// Open buffers with unsaved edits: (root-relative path, text).
+    pub buffers: Vec<(String, String)>,
+    pub max_file_size: u64,
+}
+
+/// What a hub search is asked.
+pub struct Ask<'a> {
+    pub urls: &'a [String],
+    pub scope: &'a RepoScope,
+    pub workspace: Option<&'a Workspace>,
+    pub query: &'a str,
+    pub options: &'a SearchOptions,
+    pub dense: Option<&'a DenseEngine>,
+    /// How long after a failure the hub is left alone.
+    pub retry: Duration,
+}
+
+impl HubLink {
+    /// Something in the workspace changed: the overlay is rebuilt at the
+    /// next query.
+    pub fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Searches the hub with the workspace's changes overlaid, or says why
+    /// it cannot (the hub is down and not due for another try, it failed
+    /// now). A failure drops the connection; the first query after `retry`
+    /// connects again.
+    pub async fn search(&self, ask: &Ask<'_>) -> Result<HubResults, String> {
+        let mut link = self.inner.lock().await;
+        if link.urls != ask.urls {
+            *link = Link {
+                urls: ask.urls.to_vec(),
+                ..Link::default()
+            };
+        }
+        if let Some((since, why)) = &link.down {
+            let waited = since.elapsed();
+            if waited < ask.retry {
+                return Err(format!(
+                    "{why} (trying the hub again in {:.0} s)",
+                    (ask.retry - waited).as_secs_f32().ceil()
+                ));
+            }
+        }
+        match self.attempt(&mut link, ask).await {
+            Ok(results) => {
+                link.down = None;
+                Ok(results)
+            }
+            Err(e) => {
+                let why = e.full();
+                link.hubs = None;
+                link.overlay = None;
+                link.down = Some((Instant::now(), why.clone()));
+                Err(why)
+            }
+        }
+    }
+
+    async fn attempt(&self, link: &mut Link, ask: &Ask<'_>) -> Result<HubResults, HubError> {
+        let hubs = match &link.hubs {
+            Some(hubs) => hubs.clone(),
+            None => {
+                let mut hubs = Vec::with_capacity(ask.urls.len());
+                for url in ask.urls {
+                    hubs.push(Hub::connect_read(url).await?);
+                }
+                let hubs = Arc::new(hubs);
+                link.hubs = Some(hubs.clone());
+                hubs
+            }
+        };
+        let generation = self.generation.load(Ordering::Relaxed);
+        let overlay = match (&link.overlay, ask.workspace) {
+            (_, None) => None,
+            (Some((built, overlay)), Some(_)) if *built == generation => overlay.clone(),
+            (_, Some(ws)) => {
+                let overlay = Overlay::build(
+                    &hubs,
+                    &ws.repo,
+                    &ws.root,
+                    &ws.buffers,
+                    ws.max_file_size,
+                    ask.dense,
+                )
+                .await?
+                .map(Arc::new);
+                link.overlay = Some((generation, overlay.clone()));
+                overlay
+            }
+        };
+        hub::search(
+            &hubs,
+            ask.scope,
+            ask.query,
+            ask.options,
+            ask.dense,
+            overlay.as_deref(),
+        )
+        .await
+    }
+}

@@ -1,0 +1,155 @@
+//! The language server over a shared hub (a real PostgreSQL server): hits
+//! come from the hub with their repository and commit; an unsaved buffer
+//! and an uncommitted deleted function are reflected at once (the
+//! overlay); a hub that goes down leaves the answer to the local index,
+//! with the reason, and the hub answers again when it is back, without a
+//! restart.
+
+use crate::common::lsp::{open_and_append, start_with_options, uri};
+use crate::common::postgres::Postgres;
+use crate::common::Workspace;
+use serde_json::{json, Value};
+use std::process::Command;
+
+fn run(ws: &Workspace, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .env("XDG_CACHE_HOME", ws.dir.path().join("push-cache"))
+        .env_remove("QUARRY_HUB")
+        .current_dir(ws.root())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn git(ws: &Workspace, args: &[&str]) -> String {
+    let mut all = vec!["-c", "user.email=q@example.com", "-c", "user.name=q"];
+    all.extend_from_slice(args);
+    run(ws, "git", &all)
+}
+
+/// (uri, symbol) of each hit.
+fn hits(result: &Value) -> Vec<(String, String)> {
+    result["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| {
+            (
+                h["uri"].as_str().unwrap_or("").to_string(),
+                h["symbol"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    git(&ws, &["init", "-q"]);
+    git(&ws, &["add", "."]);
+    git(&ws, &["commit", "-q", "-m", "base"]);
+    let head = git(&ws, &["rev-parse", "HEAD"]);
+    run(
+        &ws,
+        env!("CARGO_BIN_EXE_quarry"),
+        &["push", "--hub", &pg.url(), "--repo", "app", "--lexical"],
+    );
+    let root = std::fs::canonicalize(ws.root()).expect("root");
+    let mut client = start_with_options(
+        &ws,
+        None,
+        json!({"debounceMs": 30, "hub": pg.url(), "hubRepo": "app", "hubRetryMs": 200}),
+    );
+    let search = |client: &mut quarry::bench::lsp_client::Client, query: &str| {
+        client.result("quarry/search", json!({"query": query, "limit": 10}))
+    };
+
+    // From the hub, with where each hit comes from.
+    let result = search(&mut client, "fetch_manifest");
+    assert_eq!(result["source"], "hub", "{result}");
+    assert_eq!(result["hub"]["overlay"]["source"], "git", "{result}");
+    let retry_file = root.join("python/retry_policy.py");
+    let first = &result["hits"][0];
+    assert_eq!(first["uri"], uri(&retry_file), "{result}");
+    assert_eq!(first["repo"], "app");
+    assert_eq!(first["commit"], head.as_str());
+
+    // An unsaved buffer: its new function is found at once, from the
+    // buffer's text.
+    let (_, line) = open_and_append(
+        &mut client,
+        &retry_file,
+        "def unsaved_buffer_probe():\n    return 1\n",
+    );
+    let result = search(&mut client, "unsaved_buffer_probe");
+    assert_eq!(result["source"], "hub", "{result}");
+    let hit = &result["hits"][0];
+    assert_eq!(hit["uri"], uri(&retry_file), "{result}");
+    assert!(
+        hit["symbol"]
+            .as_str()
+            .unwrap_or("")
+            .contains("unsaved_buffer_probe"),
+        "{result}"
+    );
+    assert_eq!(hit["range"]["start"]["line"], line);
+    assert!(
+        hit.get("commit").is_none(),
+        "a local hit has no commit: {result}"
+    );
+
+    // An uncommitted deletion of a function on disk: gone from the hits.
+    let session = root.join("elixir/session_store.ex");
+    let text = std::fs::read_to_string(&session).expect("read");
+    let kept: String = text
+        .lines()
+        .filter(|l| !l.contains("def fetch_session"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(kept, text, "the fixture defines fetch_session");
+    std::fs::write(&session, kept).expect("write");
+    let result = client.poll(
+        "quarry/search",
+        json!({"query": "fetch_session", "limit": 10}),
+        |r| {
+            r["source"] == "hub"
+                && hits(r)
+                    .iter()
+                    .all(|(_, symbol)| !symbol.ends_with("fetch_session"))
+        },
+    );
+    assert!(
+        result["hub"]["overlay"]["masked"].as_u64().unwrap_or(0) >= 2,
+        "{result}"
+    );
+
+    // The hub goes down: the local index answers, and says why.
+    client.poll("quarry/status", Value::Null, |s| {
+        !s["folders"][0]["lastWalk"].is_null()
+    });
+    pg.stop();
+    let result = search(&mut client, "GraphStore");
+    assert_eq!(result["source"], "local", "{result}");
+    let reason = result["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("hub") && reason.contains("local index"),
+        "{result}"
+    );
+    assert!(!hits(&result).is_empty(), "{result}");
+    // The hub is back: it answers again, no restart.
+    pg.start_again();
+    let result = client.poll(
+        "quarry/search",
+        json!({"query": "GraphStore", "limit": 10}),
+        |r| r["source"] == "hub",
+    );
+    assert!(!hits(&result).is_empty(), "{result}");
+    assert_eq!(result["hits"][0]["repo"], "app");
+}

@@ -267,6 +267,8 @@ enum Command {
         #[arg(long, default_value = ".")]
         root: PathBuf,
         #[command(flatten)]
+        hub: HubArgs,
+        #[command(flatten)]
         common: CommonArgs,
     },
     /// Run the language server on stdin/stdout (LSP 3.17).
@@ -417,7 +419,18 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
 }
 
 /// `quarry mcp`: the MCP server on stdin/stdout over this root's index.
-fn run_mcp(root: PathBuf, common: &CommonArgs) -> Result<()> {
+fn run_mcp(root: PathBuf, hub: HubArgs, common: &CommonArgs) -> Result<()> {
+    let hub = (!hub.hub.is_empty()).then(|| quarry::mcp::HubSearch {
+        repo: (!hub.no_overlay).then(|| {
+            hub.workspace_repo
+                .unwrap_or_else(|| hub_cli::repo_name(&root))
+        }),
+        urls: hub.hub,
+        scope: quarry::hub::RepoScope { globs: hub.repos },
+        timeout: std::time::Duration::from_secs(10),
+        retry: std::time::Duration::from_secs(5),
+        link: quarry::hub::HubLink::default(),
+    });
     // No refresh here: the server brings the index up to date in the
     // background, so `initialize` never waits on a walk.
     let engine = Engine::new(
@@ -430,7 +443,7 @@ fn run_mcp(root: PathBuf, common: &CommonArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let result = runtime.block_on(quarry::mcp::run_stdio(Arc::new(engine)));
+    let result = runtime.block_on(quarry::mcp::run_stdio(Arc::new(engine), hub));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result.map_err(|e| anyhow::anyhow!("mcp: {e}"))
 }
@@ -512,8 +525,8 @@ fn run(cli: Cli) -> Result<()> {
         // stdout from its own threads.
         return run_lsp(max_message_mib);
     }
-    if let Command::Mcp { root, common } = cli.command {
-        return run_mcp(root, &common);
+    if let Command::Mcp { root, hub, common } = cli.command {
+        return run_mcp(root, hub, &common);
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -803,7 +816,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Lsp {
             max_message_mib, ..
         } => run_lsp(max_message_mib)?,
-        Command::Mcp { root, common } => run_mcp(root, &common)?,
+        Command::Mcp { root, hub, common } => run_mcp(root, hub, &common)?,
         Command::Status { root, json, common } => {
             let index = open(root, &common)?;
             let engine = dense_engine(&common, false);

@@ -17,11 +17,13 @@
 //! Never: show a connection string's password (errors and logs carry
 //! [`redact`]ed URLs), or run without the schema version it was built for.
 
+mod link;
 mod overlay;
 mod push;
 mod query;
 mod schema;
 
+pub use link::{Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
 pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};

@@ -15,7 +15,6 @@
 //! Never: panic on client input; block a request behind the writer.
 
 mod framing;
-mod hub_link;
 mod lanes;
 pub mod overlay;
 pub mod settings;
@@ -205,7 +204,7 @@ struct State {
     shutting_down: AtomicBool,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// The shared hub `quarry/search` asks first, when the settings name one.
-    hub: hub_link::HubLink,
+    hub: crate::hub::HubLink,
 }
 
 pub struct Backend {
@@ -232,7 +231,7 @@ impl Backend {
                 progress_supported: AtomicBool::new(false),
                 next_token: AtomicU64::new(1),
                 shutting_down: AtomicBool::new(false),
-                hub: hub_link::HubLink::default(),
+                hub: crate::hub::HubLink::default(),
                 watcher: Mutex::new(None),
             }),
         }
@@ -860,7 +859,7 @@ async fn search_hub(
     options: &SearchOptions,
 ) -> Result<SearchResponse, String> {
     let folder = state.folders().into_iter().next();
-    let workspace = folder.as_ref().map(|f| hub_link::Workspace {
+    let workspace = folder.as_ref().map(|f| crate::hub::Checkout {
         root: f.root.clone(),
         repo: settings.hub_repo.clone().unwrap_or_else(|| {
             f.root
@@ -895,7 +894,7 @@ async fn search_hub(
             options.clone(),
         );
         let retry = Duration::from_millis(settings.hub_retry_ms);
-        let workspace = workspace.as_ref().map(|w| hub_link::Workspace {
+        let workspace = workspace.as_ref().map(|w| crate::hub::Checkout {
             root: w.root.clone(),
             repo: w.repo.clone(),
             buffers: w.buffers.clone(),
@@ -904,10 +903,10 @@ async fn search_hub(
         let handle = tokio::runtime::Handle::current();
         // Ranking and embedding are CPU work: off the protocol's threads.
         tokio::task::spawn_blocking(move || {
-            handle.block_on(state.hub.search(&hub_link::Ask {
+            handle.block_on(state.hub.search(&crate::hub::Ask {
                 urls: &urls,
                 scope: &scope,
-                workspace: workspace.as_ref(),
+                checkout: workspace.as_ref(),
                 query: &query,
                 options: &options,
                 dense: dense.as_deref(),

@@ -130,9 +130,25 @@ const REFRESH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 const STILL_INDEXING: &str =
     "_The workspace is still being indexed: these results cover what is indexed so far._\n\n";
 
+/// A shared hub `search_code` asks first (`quarry mcp --hub`).
+pub struct HubSearch {
+    /// Shards (each a primary or a read replica).
+    pub urls: Vec<String>,
+    pub scope: crate::hub::RepoScope,
+    /// The hub repository the workspace is a checkout of; `None`: no
+    /// overlay (the hub's commits alone).
+    pub repo: Option<String>,
+    /// How long a query waits for the hub before the local index answers.
+    pub timeout: std::time::Duration,
+    /// After a failure, how long until the hub is tried again.
+    pub retry: std::time::Duration,
+    pub link: crate::hub::HubLink,
+}
+
 #[derive(Clone)]
 pub struct QuarryMcp {
     engine: Arc<Engine>,
+    hub: Option<Arc<HubSearch>>,
     /// Held while the index is being brought up to date.
     updating: Arc<tokio::sync::Mutex<()>>,
     tool_router: ToolRouter<QuarryMcp>,
@@ -165,9 +181,10 @@ fn parse_kind(kind: Option<&str>) -> Result<Option<ChunkKind>, String> {
 }
 
 impl QuarryMcp {
-    pub fn new(engine: Arc<Engine>) -> QuarryMcp {
+    pub fn new(engine: Arc<Engine>, hub: Option<HubSearch>) -> QuarryMcp {
         QuarryMcp {
             engine,
+            hub: hub.map(Arc::new),
             updating: Default::default(),
             tool_router: Self::tool_router(),
         }
@@ -190,6 +207,88 @@ impl QuarryMcp {
         })
         .await;
         true
+    }
+
+    /// `search_code` over the hub, the workspace's changes overlaid; or why
+    /// the hub did not answer (the caller answers from the local index).
+    async fn search_hub(
+        &self,
+        hub: &Arc<HubSearch>,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<CallToolResult, String> {
+        let task = {
+            let (hub, engine, query, options) = (
+                hub.clone(),
+                self.engine.clone(),
+                query.to_string(),
+                options.clone(),
+            );
+            let handle = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                // No watcher here: compare with the hub's commit afresh
+                // (vectors of unchanged chunks come from the cache).
+                hub.link.changed();
+                let index = engine.index();
+                let checkout = hub.repo.clone().map(|repo| crate::hub::Checkout {
+                    root: index.root().to_path_buf(),
+                    repo,
+                    buffers: Vec::new(),
+                    max_file_size: index.max_file_size(),
+                });
+                let dense = engine.tiers().transformer().cloned();
+                let dense = dense.filter(|e| e.unavailable_reason().is_none());
+                handle.block_on(hub.link.search(&crate::hub::Ask {
+                    urls: &hub.urls,
+                    scope: &hub.scope,
+                    checkout: checkout.as_ref(),
+                    query: &query,
+                    options: &options,
+                    dense: dense.as_deref(),
+                    retry: hub.retry,
+                }))
+            })
+        };
+        let results = match tokio::time::timeout(hub.timeout, task).await {
+            Err(_) => return Err(format!("no answer within {} ms", hub.timeout.as_millis())),
+            Ok(Err(_)) => return Err("the hub search stopped".into()),
+            Ok(Ok(results)) => results?,
+        };
+        let mut out = String::new();
+        if let Some(reason) = &results.reason {
+            let _ = writeln!(out, "_{} search: {reason}_\n", results.mode);
+        }
+        if results.hits.is_empty() {
+            out.push_str("No results.");
+        } else if results.no_match {
+            let _ = writeln!(
+                out,
+                "_No code matches the words of the query; these hits are only the nearest by meaning._\n"
+            );
+        }
+        for found in &results.hits {
+            let hit = &found.hit;
+            let at = if found.local {
+                "working tree".to_string()
+            } else {
+                found.commit.chars().take(12).collect()
+            };
+            let _ = writeln!(
+                out,
+                "- `{}` ({}) {}:{}:{}-{} ({at}) [{}]\n```\n{}\n```",
+                hit.label,
+                hit.kind,
+                found.repo,
+                hit.path,
+                hit.start_line,
+                hit.end_line,
+                hit.sources.join("+"),
+                hit.snippet.trim_end()
+            );
+        }
+        let mut value = serde_json::to_value(&results).unwrap_or(Value::Null);
+        value["source"] = json!("hub");
+        Ok(with_structure(out, value))
     }
 
     /// A root-relative path inside the workspace, or why not.
@@ -249,12 +348,25 @@ impl QuarryMcp {
             },
             ..SearchOptions::default()
         };
+        let mut hub_down = None;
+        if let Some(hub) = &self.hub {
+            match self.search_hub(hub, &args.query, &options).await {
+                Ok(answer) => return Ok(answer),
+                Err(why) => hub_down = Some(format!("hub: {why}; answered from the local index")),
+            }
+        }
         let snapshot = self.engine.index().snapshot();
         let mut text = DiskText::of(self.engine.index());
         let mut results = self
             .engine
             .tiers()
             .search(&snapshot, &args.query, &options, &mut text);
+        if let Some(down) = &hub_down {
+            results.reason = Some(match results.reason.take() {
+                Some(why) => format!("{down}; {why}"),
+                None => down.clone(),
+            });
+        }
         for hit in &mut results.hits {
             if let Some(file) = text.text(&hit.path) {
                 hit.snippet = agent_snippet(file, hit);
@@ -263,6 +375,9 @@ impl QuarryMcp {
         let mut out = String::new();
         if !current {
             out.push_str(STILL_INDEXING);
+        }
+        if let Some(down) = &hub_down {
+            let _ = writeln!(out, "_{down}_\n");
         }
         match (results.mode, &results.reason) {
             ("lexical", Some(reason)) => {
@@ -750,14 +865,14 @@ impl ServerHandler for QuarryMcp {
 
 /// Serves MCP on stdin/stdout until the client disconnects. rmcp speaks
 /// to `lines`' gate, never to the client's raw bytes.
-pub async fn run_stdio(engine: Arc<Engine>) -> Result<(), String> {
+pub async fn run_stdio(engine: Arc<Engine>, hub: Option<HubSearch>) -> Result<(), String> {
     use rmcp::ServiceExt;
     let (rmcp_in, gate_out) = tokio::io::duplex(1 << 16);
     let (rmcp_out, gate_in) = tokio::io::duplex(1 << 16);
     let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(lines::pump_input(tokio::io::stdin(), gate_out, answers));
     let output = tokio::spawn(lines::pump_output(gate_in, answered, tokio::io::stdout()));
-    let server = QuarryMcp::new(engine);
+    let server = QuarryMcp::new(engine, hub);
     // The first update runs while the client initializes: `initialize`
     // is answered at once even on a root of millions of files.
     let first = server.clone();

@@ -5,8 +5,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod hub;
 mod lsp;
 mod lsp_embedding;
-mod lsp_hub;
 mod lsp_protocol;
 mod mcp;

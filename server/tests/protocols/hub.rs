@@ -1,11 +1,12 @@
-//! The language server over a shared hub (a real PostgreSQL server): hits
-//! come from the hub with their repository and commit; an unsaved buffer
-//! and an uncommitted deleted function are reflected at once (the
-//! overlay); a hub that goes down leaves the answer to the local index,
-//! with the reason, and the hub answers again when it is back, without a
-//! restart.
+//! The language server and the MCP server over a shared hub (a real
+//! PostgreSQL server): hits come from the hub with their repository and
+//! commit; an unsaved buffer and an uncommitted deleted function are
+//! reflected at once (the overlay); a hub that goes down leaves the answer
+//! to the local index, with the reason, and the hub answers again when it
+//! is back, without a restart.
 
 use crate::common::lsp::{open_and_append, start_with_options, uri};
+use crate::common::mcp::Mcp;
 use crate::common::postgres::Postgres;
 use crate::common::Workspace;
 use serde_json::{json, Value};
@@ -48,19 +49,25 @@ fn hits(result: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The fixture as a git checkout at one commit, pushed to `pg` as `app`;
+/// returns the commit.
+fn pushed_checkout(ws: &Workspace, pg: &Postgres) -> String {
+    git(ws, &["init", "-q"]);
+    git(ws, &["add", "."]);
+    git(ws, &["commit", "-q", "-m", "base"]);
+    run(
+        ws,
+        env!("CARGO_BIN_EXE_quarry"),
+        &["push", "--hub", &pg.url(), "--repo", "app", "--lexical"],
+    );
+    git(ws, &["rev-parse", "HEAD"])
+}
+
 #[test]
 fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
     let Some(pg) = Postgres::start() else { return };
     let ws = Workspace::fixture();
-    git(&ws, &["init", "-q"]);
-    git(&ws, &["add", "."]);
-    git(&ws, &["commit", "-q", "-m", "base"]);
-    let head = git(&ws, &["rev-parse", "HEAD"]);
-    run(
-        &ws,
-        env!("CARGO_BIN_EXE_quarry"),
-        &["push", "--hub", &pg.url(), "--repo", "app", "--lexical"],
-    );
+    let head = pushed_checkout(&ws, &pg);
     let root = std::fs::canonicalize(ws.root()).expect("root");
     let mut client = start_with_options(
         &ws,
@@ -152,4 +159,61 @@ fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
     );
     assert!(!hits(&result).is_empty(), "{result}");
     assert_eq!(result["hits"][0]["repo"], "app");
+}
+
+#[test]
+fn an_agent_searches_the_hub_with_its_checkouts_changes() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    let head = pushed_checkout(&ws, &pg);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(["mcp", "--lexical", "--root"])
+        .arg(ws.root())
+        .args(["--hub", &pg.url(), "--workspace-repo", "app"])
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .env_remove("QUARRY_HUB");
+    let mut mcp = Mcp::spawn(command);
+    let (error, text, value) = mcp.call("search_code", json!({"query": "fetch_manifest"}));
+    assert!(!error, "{text}");
+    assert_eq!(value["source"], "hub", "{value}");
+    assert_eq!(
+        value["hits"][0]["path"], "python/retry_policy.py",
+        "{value}"
+    );
+    assert_eq!(value["hits"][0]["commit"], head.as_str());
+    assert!(text.contains("app:python/retry_policy.py"), "{text}");
+    // The agent edits a file: the next search sees it.
+    let path = ws.root().join("python/retry_policy.py");
+    let mut source = std::fs::read_to_string(&path).expect("read");
+    source.push_str("\ndef agent_written_probe():\n    return 2\n");
+    std::fs::write(&path, source).expect("write");
+    let (_, text, value) = mcp.call("search_code", json!({"query": "agent_written_probe"}));
+    assert_eq!(value["hits"][0]["name"], "agent_written_probe", "{value}");
+    assert_eq!(value["hits"][0]["local"], true, "{value}");
+    assert!(text.contains("working tree"), "{text}");
+    // Down: the local index answers and says why; back: the hub again
+    // (after the retry delay).
+    pg.stop();
+    let (error, text, value) = mcp.call("search_code", json!({"query": "GraphStore"}));
+    assert!(!error, "{text}");
+    assert!(value.get("source").is_none(), "{value}");
+    assert!(
+        text.contains("hub:") && text.contains("local index"),
+        "{text}"
+    );
+    assert!(!value["hits"].as_array().expect("hits").is_empty());
+    pg.start_again();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (_, _, value) = mcp.call("search_code", json!({"query": "GraphStore"}));
+        if value["source"] == "hub" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hub never answered again"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }

@@ -1,16 +1,17 @@
-//! The language server's link to a shared hub.
+//! A long-lived link to a shared hub, for the servers (the language
+//! server, the MCP server) that ask it many queries.
 //!
 //! Owns: the connections to the hub's shards (made at the first query,
 //! dropped when a query fails, tried again once `hubRetryMs` has passed),
 //! and the overlay of the first folder's changes over the hub's commit
 //! (rebuilt when the server has heard of a change since it was built: a
 //! watched file, an edit, a save).
-//! Never: decide what the editor is shown when the hub fails (the caller
-//! answers from the local index with the reason this returns), or show a
+//! Never: decide what a surface shows when the hub fails (the caller
+//! answers from its local index with the reason this returns), or show a
 //! password (hub errors carry redacted URLs).
 
+use super::{search, Hub, HubError, HubResults, Overlay, RepoScope};
 use crate::dense::DenseEngine;
-use crate::hub::{self, Hub, HubError, HubResults, Overlay, RepoScope};
 use crate::search::SearchOptions;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +38,7 @@ struct Link {
 }
 
 /// The checkout a hub search overlays.
-pub struct Workspace {
+pub struct Checkout {
     pub root: PathBuf,
     /// Its repository's name in the hub.
     pub repo: String,
@@ -50,7 +51,7 @@ pub struct Workspace {
 pub struct Ask<'a> {
     pub urls: &'a [String],
     pub scope: &'a RepoScope,
-    pub workspace: Option<&'a Workspace>,
+    pub checkout: Option<&'a Checkout>,
     pub query: &'a str,
     pub options: &'a SearchOptions,
     pub dense: Option<&'a DenseEngine>,
@@ -115,7 +116,7 @@ impl HubLink {
             }
         };
         let generation = self.generation.load(Ordering::Relaxed);
-        let overlay = match (&link.overlay, ask.workspace) {
+        let overlay = match (&link.overlay, ask.checkout) {
             (_, None) => None,
             (Some((built, overlay)), Some(_)) if *built == generation => overlay.clone(),
             (_, Some(ws)) => {
@@ -133,7 +134,7 @@ impl HubLink {
                 overlay
             }
         };
-        hub::search(
+        search(
             &hubs,
             ask.scope,
             ask.query,

@@ -163,48 +163,7 @@ pub async fn search(
         overlay_files: 0,
         overlay: None,
     };
-    let patterns: Vec<String> = if scope.globs.is_empty() {
-        vec!["%".to_string()]
-    } else {
-        scope.globs.iter().map(|g| like_pattern(g)).collect()
-    };
-    let per_shard = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
-        let patterns = &patterns;
-        async move {
-            let rows = hub
-                .client
-                .query(
-                    "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
-                     FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
-                    &[patterns],
-                )
-                .await
-                .map_err(sql("choosing repositories"))?;
-            Ok::<_, HubError>(
-                rows.into_iter()
-                    .map(|r| Repo {
-                        shard,
-                        id: r.get(0),
-                        name: r.get(1),
-                        commit: r.get(2),
-                        n_docs: r.get(3),
-                        sums: r.get(4),
-                        superseded: r.get(5),
-                        model: r.get(6),
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        }
-    }))
-    .await;
-    let mut repos: Vec<Repo> = Vec::new();
-    for shard in per_shard {
-        repos.extend(shard?);
-    }
-    // One order whatever shard holds what; a name on two shards is read
-    // from the first.
-    repos.sort_by(|a, b| a.name.cmp(&b.name).then(a.shard.cmp(&b.shard)));
-    repos.dedup_by(|b, a| a.name == b.name);
+    let repos = choose_repos(hubs, scope).await?;
     out.repos = repos.len();
     if repos.is_empty() {
         out.reason = Some("no repository in the hub matches (or this role is granted none)".into());
@@ -426,7 +385,119 @@ pub async fn search(
         return Ok(out);
     }
 
-    // The candidate files, rebuilt: each shard reads its own.
+    let (texts, mut chunks) = fetch_files(hubs, &repos, &files).await?;
+    let vectors = match (engine, same_model) {
+        (Some(engine), true) => engine
+            .model_id()
+            .and_then(|m| VectorIndex::new(m, DIM).ok())
+            .map(Arc::new),
+        _ => None,
+    };
+    let Assembled {
+        snapshot,
+        mut text,
+        segment_repo,
+        prefixed,
+    } = assemble(
+        &repos,
+        &files,
+        &texts,
+        &mut chunks,
+        overlay.map(|o| (o, overlay_files.as_slice())),
+        stats,
+        term_df,
+        vectors,
+    )?;
+    let engine = if same_model { engine } else { None };
+    let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
+    out.mode = results.mode;
+    let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
+    out.reason = if usable && !same_model {
+        Some("the hub holds no vectors of this model: lexical-only search".into())
+    } else {
+        results.reason
+    };
+    out.coverage = results.coverage;
+    out.no_match = results.no_match;
+    out.hits = results
+        .hits
+        .into_iter()
+        .filter_map(|mut hit| {
+            let &(_, _, r, local) = segment_repo
+                .iter()
+                .find(|(first, end, _, _)| (*first..*end).contains(&hit.chunk_id))?;
+            let repo = &repos[r];
+            if prefixed {
+                if let Some(rest) = hit.path.strip_prefix(&format!("{}/", repo.name)) {
+                    hit.path = rest.to_string();
+                }
+            }
+            Some(HubHit {
+                repo: repo.name.clone(),
+                commit: repo.commit.clone(),
+                local,
+                hit,
+            })
+        })
+        .collect();
+    Ok(out)
+}
+
+/// The repositories in `scope` the role may read, over every shard, in
+/// one order (by name) whatever shard holds what; a name on two shards is
+/// read from the first.
+async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<Repo>, HubError> {
+    let patterns: Vec<String> = if scope.globs.is_empty() {
+        vec!["%".to_string()]
+    } else {
+        scope.globs.iter().map(|g| like_pattern(g)).collect()
+    };
+    let per_shard = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
+        let patterns = &patterns;
+        async move {
+            let rows = hub
+                .client
+                .query(
+                    "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
+                     FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
+                    &[patterns],
+                )
+                .await
+                .map_err(sql("choosing repositories"))?;
+            Ok::<_, HubError>(
+                rows.into_iter()
+                    .map(|r| Repo {
+                        shard,
+                        id: r.get(0),
+                        name: r.get(1),
+                        commit: r.get(2),
+                        n_docs: r.get(3),
+                        sums: r.get(4),
+                        superseded: r.get(5),
+                        model: r.get(6),
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        }
+    }))
+    .await;
+    let mut repos: Vec<Repo> = Vec::new();
+    for shard in per_shard {
+        repos.extend(shard?);
+    }
+    repos.sort_by(|a, b| a.name.cmp(&b.name).then(a.shard.cmp(&b.shard)));
+    repos.dedup_by(|b, a| a.name == b.name);
+    Ok(repos)
+}
+
+/// The texts and chunks (with vectors) of `files`, each shard reading its
+/// own.
+async fn fetch_files(
+    hubs: &[Hub],
+    repos: &[Repo],
+    files: &[FileKey],
+) -> Result<(FxHashMap<FileKey, (Language, String)>, FxHashMap<FileKey, Vec<StoredChunk>>), HubError> {
+    let repo_at = |shard: usize, id: i32| repos.iter().position(|r| r.shard == shard && r.id == id);
     let fetched = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
         let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files
             .iter()
@@ -508,6 +579,33 @@ pub async fn search(
         }
     }
 
+    Ok((texts, chunks))
+}
+
+/// The candidate snapshot and what maps its chunks back to repositories.
+struct Assembled {
+    snapshot: Snapshot,
+    text: HubText,
+    /// (first chunk id, end, repository, from the overlay) per segment.
+    segment_repo: Vec<(u32, u32, usize, bool)>,
+    /// Paths carry their repository's name (several repositories).
+    prefixed: bool,
+}
+
+/// Rebuilds the candidate files as segments, one per repository (and one
+/// for its overlay files), with the repositories' corpus statistics and
+/// document frequencies (the overlay's words added).
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    repos: &[Repo],
+    files: &[FileKey],
+    texts: &FxHashMap<FileKey, (Language, String)>,
+    chunks: &mut FxHashMap<FileKey, Vec<StoredChunk>>,
+    overlay: Option<(&Overlay, &[usize])>,
+    mut stats: CorpusStats,
+    mut term_df: FxHashMap<String, u64>,
+    vectors: Option<Arc<VectorIndex>>,
+) -> Result<Assembled, HubError> {
     let prefixed = repos.len() > 1;
     let shown = |repo: &Repo, path: &str| {
         if prefixed {
@@ -515,13 +613,6 @@ pub async fn search(
         } else {
             path.to_string()
         }
-    };
-    let vectors = match (engine, same_model) {
-        (Some(engine), true) => engine
-            .model_id()
-            .and_then(|m| VectorIndex::new(m, DIM).ok())
-            .map(Arc::new),
-        _ => None,
     };
     let mut segments = Vec::new();
     // (first chunk id, end, repository, from the overlay)
@@ -532,7 +623,7 @@ pub async fn search(
     for (r, repo) in repos.iter().enumerate() {
         let mut builder = SegmentBuilder::new();
         let first = next_id;
-        for (file_repo, path) in &files {
+        for (file_repo, path) in files {
             if *file_repo != r {
                 continue;
             }
@@ -564,12 +655,12 @@ pub async fn search(
             segment_repo.push((first, next_id, r, false));
         }
         // The workspace's own files, as they are now.
-        let Some(overlay) = overlay.filter(|o| o.repo == repo.name) else {
+        let Some((overlay, overlay_files)) = overlay.filter(|(o, _)| o.repo == repo.name) else {
             continue;
         };
         let mut builder = SegmentBuilder::new();
         let first = next_id;
-        for &f in &overlay_files {
+        for &f in overlay_files {
             let file = &overlay.files[f];
             let path = shown(repo, &file.path);
             let stored = file
@@ -628,39 +719,12 @@ pub async fn search(
         vectors,
         Arc::new(layout),
     );
-    let engine = if same_model { engine } else { None };
-    let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
-    out.mode = results.mode;
-    let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
-    out.reason = if usable && !same_model {
-        Some("the hub holds no vectors of this model: lexical-only search".into())
-    } else {
-        results.reason
-    };
-    out.coverage = results.coverage;
-    out.no_match = results.no_match;
-    out.hits = results
-        .hits
-        .into_iter()
-        .filter_map(|mut hit| {
-            let &(_, _, r, local) = segment_repo
-                .iter()
-                .find(|(first, end, _, _)| (*first..*end).contains(&hit.chunk_id))?;
-            let repo = &repos[r];
-            if prefixed {
-                if let Some(rest) = hit.path.strip_prefix(&format!("{}/", repo.name)) {
-                    hit.path = rest.to_string();
-                }
-            }
-            Some(HubHit {
-                repo: repo.name.clone(),
-                commit: repo.commit.clone(),
-                local,
-                hit,
-            })
-        })
-        .collect();
-    Ok(out)
+    Ok(Assembled {
+        snapshot,
+        text,
+        segment_repo,
+        prefixed,
+    })
 }
 
 /// Adds one candidate file to a segment, its chunks numbered from

@@ -99,6 +99,66 @@ pub struct SearchRequest<'a> {
     pub workspace: Option<&'a Workspace>,
 }
 
+/// Read connections to every shard, or why one cannot be reached (the
+/// caller answers from the local index).
+fn connect_all(
+    rt: &tokio::runtime::Runtime,
+    urls: &[String],
+) -> Result<std::result::Result<Vec<Hub>, String>> {
+    let mut hubs = Vec::new();
+    for url in urls {
+        match rt.block_on(Hub::connect_read(url)) {
+            Ok(hub) => hubs.push(hub),
+            Err(e) if e.is_unreachable() => {
+                return Ok(Err(format!("{}; answering from the local index", e.full())))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(Ok(hubs))
+}
+
+/// Definitions by name over the hubs, the checkout's changes overlaid; or
+/// why the hub cannot be reached (`Ok(Err(reason))`).
+pub fn symbols(
+    urls: &[String],
+    scope: &RepoScope,
+    query: &str,
+    kind: Option<quarry::chunk::ChunkKind>,
+    limit: usize,
+    workspace: Option<&Workspace>,
+) -> Result<std::result::Result<Vec<quarry::hub::HubSymbol>, String>> {
+    let rt = runtime()?;
+    let hubs = match connect_all(&rt, urls)? {
+        Ok(hubs) => hubs,
+        Err(down) => return Ok(Err(down)),
+    };
+    let overlay = match workspace {
+        Some(ws) => rt
+            .block_on(Overlay::build(
+                &hubs,
+                &ws.repo,
+                &ws.root,
+                &[],
+                ws.max_file_size,
+                None,
+            ))
+            .with_context(|| format!("comparing {} with the hub", ws.root.display()))?,
+        None => None,
+    };
+    let hits = rt
+        .block_on(hub::symbols(
+            &hubs,
+            scope,
+            query,
+            kind,
+            limit,
+            overlay.as_ref(),
+        ))
+        .context("finding definitions in the hub")?;
+    Ok(Ok(hits))
+}
+
 /// Who answered.
 pub enum Answered {
     Hub,
@@ -125,19 +185,10 @@ pub fn search(
     out: &mut dyn Write,
 ) -> Result<Answered> {
     let rt = runtime()?;
-    let mut hubs = Vec::new();
-    for url in asked.urls {
-        match rt.block_on(Hub::connect_read(url)) {
-            Ok(hub) => hubs.push(hub),
-            Err(e) if e.is_unreachable() => {
-                return Ok(Answered::Down(format!(
-                    "{}; answering from the local index",
-                    e.full()
-                )))
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let hubs = match connect_all(&rt, asked.urls)? {
+        Ok(hubs) => hubs,
+        Err(down) => return Ok(Answered::Down(down)),
+    };
     let dense = Some(asked.dense).filter(|d| d.unavailable_reason().is_none());
     let overlay = match asked.workspace {
         Some(ws) => rt

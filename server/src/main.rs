@@ -260,6 +260,8 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
+        hub: HubArgs,
+        #[command(flatten)]
         common: CommonArgs,
     },
     /// Serve coding agents over the Model Context Protocol on stdin/stdout.
@@ -324,7 +326,7 @@ enum Command {
         /// With --quality: tokens of chunk text embedded.
         #[arg(long, default_value_t = 128)]
         token_budget: usize,
-        /// With --quality: which vectors the dense branch uses,
+        /// With --quality or --hub: which vectors the dense branch uses,
         /// `transformer` or `static` (the tier distilled from it).
         #[arg(long, value_name = "TIER", default_value = "transformer",
               value_parser = ["transformer", "static"])]
@@ -786,6 +788,7 @@ fn run(cli: Cli) -> Result<()> {
             kind,
             limit,
             json,
+            hub,
             common,
         } => {
             let kind = match kind {
@@ -798,6 +801,36 @@ fn run(cli: Cli) -> Result<()> {
                 })?),
                 None => None,
             };
+            if !hub.hub.is_empty() {
+                let workspace = (!hub.no_overlay).then(|| hub_cli::Workspace {
+                    repo: hub
+                        .workspace_repo
+                        .unwrap_or_else(|| hub_cli::repo_name(&root)),
+                    root: root.clone(),
+                    max_file_size: common.max_file_size,
+                });
+                let scope = quarry::hub::RepoScope { globs: hub.repos };
+                match hub_cli::symbols(&hub.hub, &scope, &query, kind, limit, workspace.as_ref())? {
+                    Ok(hits) => {
+                        if json {
+                            writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+                        }
+                        for hit in hits.iter().filter(|_| !json) {
+                            writeln!(
+                                out,
+                                "{}:{}:{}  {} {}",
+                                hit.repo,
+                                hit.symbol.path,
+                                hit.symbol.start_line,
+                                hit.symbol.kind,
+                                hit.symbol.qualified_name
+                            )?;
+                        }
+                        return Ok(());
+                    }
+                    Err(down) => eprintln!("quarry: {down}"),
+                }
+            }
             let index = open(root, &common)?;
             refresh_or_warn(&index);
             let hits = search::find_symbols(&index.snapshot(), &query, kind, limit);
@@ -914,6 +947,8 @@ fn run(cli: Cli) -> Result<()> {
                 let dense = Arc::new(match model {
                     Some(dir) => DenseEngine::load(DenseConfig {
                         model_dir: Some(dir),
+                        tier: DenseTier::parse(&tier).unwrap_or_default(),
+                        threads: std::thread::available_parallelism().ok().map(|n| n.get()),
                         ..DenseConfig::default()
                     }),
                     None => DenseEngine::disabled("no --model"),

@@ -22,11 +22,13 @@ mod overlay;
 mod push;
 mod query;
 mod schema;
+mod symbols;
 
 pub use link::{Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
 pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};
+pub use symbols::{symbols, HubSymbol};
 
 use std::time::Duration;
 use thiserror::Error;

@@ -88,7 +88,7 @@ const DENSE_DEPTH: i64 = 50;
 const NAME_DEPTH: i64 = 50;
 /// Files rebuilt and ranked, taken from the three lists in turn: what
 /// rebuilding costs grows with it (most of a hub query's time).
-const MAX_FILES: usize = 60;
+pub(super) const MAX_FILES: usize = 60;
 /// Weight of a stem variant's idf next to the word as typed, the most
 /// variants per word and how much longer than the stem one may be (as the
 /// local lexical branch picks and counts them).
@@ -107,12 +107,12 @@ const MAX_OVERLAY_FILES: usize = 100;
 type StoredChunk = (Chunk, Option<Vec<f32>>);
 
 /// A repository of one of the hubs searched.
-struct Repo {
+pub(super) struct Repo {
     /// Which hub (shard) holds it.
-    shard: usize,
-    id: i32,
-    name: String,
-    commit: String,
+    pub(super) shard: usize,
+    pub(super) id: i32,
+    pub(super) name: String,
+    pub(super) commit: String,
     n_docs: i64,
     sums: Vec<i64>,
     superseded: Vec<String>,
@@ -121,17 +121,17 @@ struct Repo {
 
 /// A file of the hubs: (repository, path), the repository by its place
 /// in the list of repositories searched.
-type FileKey = (usize, String);
+pub(super) type FileKey = (usize, String);
 
 /// One candidate chunk from one list of one shard, with what orders it in
 /// that list: `score` (higher first), then names, so the lists of several
 /// shards merge into the list one server holding everything gives.
-struct Found {
-    score: f64,
-    name: String,
-    repo: usize,
-    path: String,
-    start: i32,
+pub(super) struct Found {
+    pub(super) score: f64,
+    pub(super) name: String,
+    pub(super) repo: usize,
+    pub(super) path: String,
+    pub(super) start: i32,
 }
 
 /// Searches the repositories in `scope` the role may read on every hub in
@@ -359,14 +359,7 @@ pub async fn search(
         .into_iter()
         .zip(depths)
         .map(|(mut list, depth)| {
-            list.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then_with(|| a.name.cmp(&b.name))
-                    .then_with(|| repos[a.repo].name.cmp(&repos[b.repo].name))
-                    .then_with(|| a.path.cmp(&b.path))
-                    .then(a.start.cmp(&b.start))
-            });
+            sort_found(&mut list, &repos);
             list.truncate(depth as usize);
             let masked = |f: &Found| {
                 overlay.is_some_and(|o| repos[f.repo].name == o.repo && o.masks(&f.path))
@@ -398,6 +391,7 @@ pub async fn search(
         mut text,
         segment_repo,
         prefixed,
+        ..
     } = assemble(
         &repos,
         &files,
@@ -446,7 +440,7 @@ pub async fn search(
 /// The repositories in `scope` the role may read, over every shard, in
 /// one order (by name) whatever shard holds what; a name on two shards is
 /// read from the first.
-async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<Repo>, HubError> {
+pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<Repo>, HubError> {
     let patterns: Vec<String> = if scope.globs.is_empty() {
         vec!["%".to_string()]
     } else {
@@ -492,11 +486,17 @@ async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<Repo>, HubE
 
 /// The texts and chunks (with vectors) of `files`, each shard reading its
 /// own.
-async fn fetch_files(
+pub(super) async fn fetch_files(
     hubs: &[Hub],
     repos: &[Repo],
     files: &[FileKey],
-) -> Result<(FxHashMap<FileKey, (Language, String)>, FxHashMap<FileKey, Vec<StoredChunk>>), HubError> {
+) -> Result<
+    (
+        FxHashMap<FileKey, (Language, String)>,
+        FxHashMap<FileKey, Vec<StoredChunk>>,
+    ),
+    HubError,
+> {
     let repo_at = |shard: usize, id: i32| repos.iter().position(|r| r.shard == shard && r.id == id);
     let fetched = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
         let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files
@@ -583,20 +583,23 @@ async fn fetch_files(
 }
 
 /// The candidate snapshot and what maps its chunks back to repositories.
-struct Assembled {
-    snapshot: Snapshot,
-    text: HubText,
+pub(super) struct Assembled {
+    pub(super) snapshot: Snapshot,
+    pub(super) text: HubText,
     /// (first chunk id, end, repository, from the overlay) per segment.
-    segment_repo: Vec<(u32, u32, usize, bool)>,
+    pub(super) segment_repo: Vec<(u32, u32, usize, bool)>,
     /// Paths carry their repository's name (several repositories).
-    prefixed: bool,
+    pub(super) prefixed: bool,
+    /// Each path as the snapshot shows it: its repository, and whether it
+    /// is the overlay's.
+    pub(super) paths: FxHashMap<String, (usize, bool)>,
 }
 
 /// Rebuilds the candidate files as segments, one per repository (and one
 /// for its overlay files), with the repositories' corpus statistics and
 /// document frequencies (the overlay's words added).
 #[allow(clippy::too_many_arguments)]
-fn assemble(
+pub(super) fn assemble(
     repos: &[Repo],
     files: &[FileKey],
     texts: &FxHashMap<FileKey, (Language, String)>,
@@ -618,6 +621,7 @@ fn assemble(
     // (first chunk id, end, repository, from the overlay)
     let mut segment_repo: Vec<(u32, u32, usize, bool)> = Vec::new();
     let mut text = HubText::default();
+    let mut paths = FxHashMap::default();
     let mut next_id = 0u32;
     let mut pending_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
     for (r, repo) in repos.iter().enumerate() {
@@ -648,6 +652,7 @@ fn assemble(
                 body,
                 file_chunks,
             );
+            paths.insert(path.clone(), (r, false));
             text.files.insert(path, body.clone());
         }
         if builder.n_chunks() > 0 {
@@ -678,6 +683,7 @@ fn assemble(
                 &file.text,
                 stored,
             );
+            paths.insert(path.clone(), (r, true));
             text.files.insert(path, file.text.clone());
         }
         if builder.n_chunks() > 0 {
@@ -724,6 +730,7 @@ fn assemble(
         text,
         segment_repo,
         prefixed,
+        paths,
     })
 }
 
@@ -784,7 +791,7 @@ fn local_candidates(overlay: &Overlay, query: &Query, names: &[String]) -> Vec<u
 
 /// The file texts of the candidate snapshot.
 #[derive(Default)]
-struct HubText {
+pub(super) struct HubText {
     files: FxHashMap<String, String>,
 }
 
@@ -806,8 +813,22 @@ fn bounded(query: &str) -> &str {
     &query[..end]
 }
 
+/// One list's candidates from every shard in the order one server holding
+/// them all gives: score (higher first), then name, repository, path and
+/// place.
+pub(super) fn sort_found(list: &mut [Found], repos: &[Repo]) {
+    list.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| repos[a.repo].name.cmp(&repos[b.repo].name))
+            .then_with(|| a.path.cmp(&b.path))
+            .then(a.start.cmp(&b.start))
+    });
+}
+
 /// Distinct files in first-seen order.
-fn file_list(found: impl Iterator<Item = Found>) -> Vec<FileKey> {
+pub(super) fn file_list(found: impl Iterator<Item = Found>) -> Vec<FileKey> {
     let mut seen = rustc_hash::FxHashSet::default();
     found
         .map(|f| (f.repo, f.path))
@@ -849,7 +870,7 @@ fn name_words(query: &str) -> Vec<String> {
 
 /// A LIKE pattern for a glob: `*` any run, `?` one character, the rest
 /// literal.
-fn like_pattern(glob: &str) -> String {
+pub(super) fn like_pattern(glob: &str) -> String {
     let mut out = String::new();
     for c in glob.chars() {
         match c {

@@ -423,7 +423,7 @@ fn a_role_sees_only_the_repositories_it_was_granted() {
             "{value}"
         );
     }
-    pg.sql("GRANT SELECT ON quarry_chunks, quarry_files, quarry_terms, quarry_repos, quarry_grants TO bob");
+    pg.sql("GRANT SELECT ON quarry_schema, quarry_chunks, quarry_files, quarry_terms, quarry_df, quarry_repos, quarry_grants TO bob");
     let rows = pg.sql(
         "SET ROLE bob; SELECT (SELECT count(*) FROM quarry_chunks) + (SELECT count(*) FROM quarry_files)
              + (SELECT count(*) FROM quarry_terms) + (SELECT count(*) FROM quarry_repos)",
@@ -431,6 +431,32 @@ fn a_role_sees_only_the_repositories_it_was_granted() {
     assert_eq!(rows, "0");
     let rows = pg.sql("SET ROLE alice; SELECT count(DISTINCT repo_id) FROM quarry_chunks");
     assert_eq!(rows, "1");
+    // Definitions by name: alice sees her repository's, bob none (now that
+    // he may SELECT, the policies alone hide the rows).
+    let symbols = |url: &str| -> Value {
+        let out = succeed(quarry(
+            &ws,
+            &["symbols", "GraphStore", "--json", "--lexical", "--hub", url],
+        ));
+        serde_json::from_str(&out).expect("json")
+    };
+    let seen = symbols(&as_alice);
+    let seen = seen.as_array().expect("a list");
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|h| h["repo"] == "team-a/app"), "{seen:?}");
+    assert_eq!(seen[0]["name"], "GraphStore", "{seen:?}");
+    assert_eq!(symbols(&pg.url_as("bob")), serde_json::json!([]));
+    let all = symbols(&url);
+    let repos: std::collections::BTreeSet<&str> = all
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter_map(|h| h["repo"].as_str())
+        .collect();
+    assert_eq!(
+        repos.into_iter().collect::<Vec<_>>(),
+        ["team-a/app", "team-b/secret"]
+    );
 }
 
 #[test]
@@ -705,6 +731,41 @@ fn the_overlay_shows_a_checkouts_own_changes_over_the_hubs_commit() {
     // Files the checkout has not changed still come from the hub.
     let (_, hits) = hub_hits(&ws, &url, "fetch_session", &[]);
     assert!(hits.iter().any(|(_, _, local)| !local), "{hits:?}");
+
+    // Definitions by name see the same changes.
+    let out = succeed(quarry(
+        &ws,
+        &[
+            "symbols",
+            "fetch_",
+            "--json",
+            "--hub",
+            &url,
+            "--workspace-repo",
+            "app",
+        ],
+    ));
+    let found: Value = serde_json::from_str(&out).expect("json");
+    let names: Vec<(&str, bool)> = found
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|h| {
+            (
+                h["name"].as_str().unwrap_or(""),
+                h["local"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert!(
+        names.contains(&("fetch_catalogue_overlay", true)),
+        "{found}"
+    );
+    assert!(names.contains(&("fetch_session", false)), "{found}");
+    assert!(
+        !names.iter().any(|(n, _)| *n == "fetch_manifest"),
+        "{found}"
+    );
 
     // --no-overlay: the hub's commit alone.
     let (value, hits) = hub_hits(&ws, &url, "fetch_manifest", &["--no-overlay"]);

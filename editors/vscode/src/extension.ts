@@ -78,6 +78,11 @@ function readSettings(): Settings {
     depth: explicit<number>(config, "depth"),
     exclude: explicit<string[]>(config, "exclude"),
     debounceMs: explicit<number>(config, "debounceMs"),
+    hub: explicit<string[]>(config, "hub"),
+    hubRepos: explicit<string[]>(config, "hubRepos"),
+    hubRepo: explicit<string>(config, "hubRepo"),
+    hubTimeoutMs: explicit<number>(config, "hubTimeoutMs"),
+    hubRetryMs: explicit<number>(config, "hubRetryMs"),
   };
 }
 

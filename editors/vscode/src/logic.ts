@@ -48,6 +48,11 @@ export interface Settings {
   depth?: number;
   exclude?: string[];
   debounceMs?: number;
+  hub?: string[];
+  hubRepos?: string[];
+  hubRepo?: string;
+  hubTimeoutMs?: number;
+  hubRetryMs?: number;
 }
 
 /** The codicon shown for a definition kind. */
@@ -254,7 +259,16 @@ export function initializationOptions(settings: Settings): Record<string, unknow
   if (settings.depth !== undefined && settings.depth > 0) {
     options.depth = settings.depth;
   }
-  for (const key of ["lexicalOnly", "staticTier", "maxSymbols", "rrfK", "debounceMs"] as const) {
+  if (settings.hub !== undefined && settings.hub.length > 0) {
+    options.hub = settings.hub;
+  }
+  if (settings.hubRepos !== undefined && settings.hubRepos.length > 0) {
+    options.hubRepos = settings.hubRepos;
+  }
+  if (settings.hubRepo !== undefined && settings.hubRepo.trim() !== "") {
+    options.hubRepo = settings.hubRepo.trim();
+  }
+  for (const key of ["lexicalOnly", "staticTier", "maxSymbols", "rrfK", "debounceMs", "hubTimeoutMs", "hubRetryMs"] as const) {
     if (settings[key] !== undefined) {
       options[key] = settings[key];
     }

@@ -126,6 +126,10 @@ test("settings map to initializationOptions: limit and perFileCap always, the re
       depth: 80,
       exclude: ["vendor/**"],
       debounceMs: 300,
+      hub: ["postgres://q@hub/db"],
+      hubRepos: ["myorg/*"],
+      hubRepo: " app ",
+      hubRetryMs: 1000,
     }),
     {
       limit: 30,
@@ -138,8 +142,14 @@ test("settings map to initializationOptions: limit and perFileCap always, the re
       depth: 80,
       exclude: ["vendor/**"],
       debounceMs: 300,
+      hub: ["postgres://q@hub/db"],
+      hubRepos: ["myorg/*"],
+      hubRepo: "app",
+      hubRetryMs: 1000,
     },
   );
+  // An empty hub list or repository name means none.
+  assert.deepEqual(initializationOptions({ ...base, hub: [], hubRepos: [], hubRepo: "" }), { limit: 30, perFileCap: 0 });
 });
 
 test("package.json exposes every server setting, perFileCap 0 by default, and Restricted Mode", () => {

@@ -568,6 +568,9 @@ fn row(out: &mut String, fields: &[Option<&str>]) {
     out.push('\n');
 }
 
+/// Bytes of COPY data sent per message.
+const COPY_PIECE: usize = 4 << 20;
+
 async fn copy_in(tx: &Transaction<'_>, statement: &str, data: String) -> Result<(), HubError> {
     if data.is_empty() {
         return Ok(());
@@ -577,9 +580,18 @@ async fn copy_in(tx: &Transaction<'_>, statement: &str, data: String) -> Result<
         .await
         .map_err(sql("writing rows"))?;
     let mut sink = std::pin::pin!(sink);
-    sink.send(Bytes::from(data))
-        .await
-        .map_err(sql("writing rows"))?;
+    // One CopyData message may not pass 1 GiB (PostgreSQL drops the
+    // connection: a big generated crate did); the stream may be cut
+    // anywhere, so it goes in pieces.
+    let data = Bytes::from(data);
+    let mut at = 0;
+    while at < data.len() {
+        let end = (at + COPY_PIECE).min(data.len());
+        sink.send(data.slice(at..end))
+            .await
+            .map_err(sql("writing rows"))?;
+        at = end;
+    }
     sink.as_mut().finish().await.map_err(sql("writing rows"))?;
     Ok(())
 }

@@ -163,7 +163,9 @@ pub async fn search(
         overlay_files: 0,
         overlay: None,
     };
+    let mut trace = Trace::new();
     let repos = choose_repos(hubs, scope).await?;
+    trace.mark("repositories");
     out.repos = repos.len();
     if repos.is_empty() {
         out.reason = Some("no repository in the hub matches (or this role is granted none)".into());
@@ -274,6 +276,7 @@ pub async fn search(
             Some((term, weight * stats.idf(df)))
         })
         .unzip();
+    trace.mark("document frequencies");
     let k1 = Bm25Config::default().k1;
     let names: Vec<String> = name_words(query_text);
     let engine = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM);
@@ -285,6 +288,8 @@ pub async fn search(
         _ => None,
     };
     let vector_param = query_vector.as_ref().map(|v| vector_text(v));
+    // Candidate vectors travel only when the dense branch will read them.
+    let vectors_wanted = query_vector.is_some();
     let lists = join_all(
         hubs.iter()
             .zip(&shard_ids)
@@ -340,6 +345,7 @@ pub async fn search(
             }),
     )
     .await;
+    trace.mark("candidate lists (and the query's vector)");
     let mut merged: [Vec<Found>; 3] = Default::default();
     for shard_lists in lists {
         for (list, (shard, rows)) in merged.iter_mut().zip(shard_lists?) {
@@ -378,7 +384,8 @@ pub async fn search(
         return Ok(out);
     }
 
-    let (texts, mut chunks) = fetch_files(hubs, &repos, &files).await?;
+    let (texts, mut chunks) = fetch_files(hubs, &repos, &files, vectors_wanted).await?;
+    trace.mark("reading candidate files");
     let vectors = match (engine, same_model) {
         (Some(engine), true) => engine
             .model_id()
@@ -403,7 +410,10 @@ pub async fn search(
         vectors,
     )?;
     let engine = if same_model { engine } else { None };
+    trace.mark("assembling the candidate snapshot");
     let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
+    trace.mark("ranking");
+    trace.finish(query_text, files.len());
     out.mode = results.mode;
     let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
     out.reason = if usable && !same_model {
@@ -490,6 +500,7 @@ pub(super) async fn fetch_files(
     hubs: &[Hub],
     repos: &[Repo],
     files: &[FileKey],
+    with_vectors: bool,
 ) -> Result<
     (
         FxHashMap<FileKey, (Language, String)>,
@@ -523,11 +534,12 @@ pub(super) async fn fetch_files(
                 .query(
                     "SELECT c.repo_id, c.path, c.kind, c.name, c.qualified_name, c.container,
                             c.byte_start, c.byte_end, c.start_line, c.end_line, c.name_line,
-                            c.name_column, c.signature, c.doc, c.embedding::text
+                            c.name_column, c.signature, c.doc,
+                            CASE WHEN $3 THEN c.embedding END
                      FROM quarry_chunks c
                      JOIN unnest($1::int[], $2::text[]) AS k (r, p)
                          ON c.repo_id = k.r AND c.path = k.p",
-                    &[&file_repos, &file_paths],
+                    &[&file_repos, &file_paths, &with_vectors],
                 )
                 .await
                 .map_err(sql("reading candidate chunks"))?;
@@ -572,9 +584,7 @@ pub(super) async fn fetch_files(
                 signature: r.get(12),
                 doc: r.get(13),
             };
-            let vector = r
-                .get::<_, Option<String>>(14)
-                .and_then(|t| parse_vector(&t));
+            let vector = r.get::<_, Option<HalfVec>>(14).map(|v| v.0);
             chunks.entry(key).or_default().push((chunk, vector));
         }
     }
@@ -732,6 +742,47 @@ pub(super) fn assemble(
         prefixed,
         paths,
     })
+}
+
+/// Per-stage times of a hub query, printed to stderr when `QUARRY_HUB_TRACE`
+/// is set (why is a query slow: the database, the transfer, the ranking).
+struct Trace {
+    on: bool,
+    last: std::time::Instant,
+    stages: Vec<(&'static str, f64)>,
+}
+
+impl Trace {
+    fn new() -> Trace {
+        Trace {
+            on: std::env::var_os("QUARRY_HUB_TRACE").is_some(),
+            last: std::time::Instant::now(),
+            stages: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, stage: &'static str) {
+        if self.on {
+            let now = std::time::Instant::now();
+            self.stages
+                .push((stage, (now - self.last).as_secs_f64() * 1000.0));
+            self.last = now;
+        }
+    }
+
+    fn finish(&self, query: &str, files: usize) {
+        if self.on {
+            let stages: Vec<String> = self
+                .stages
+                .iter()
+                .map(|(stage, ms)| format!("{stage} {ms:.1} ms"))
+                .collect();
+            eprintln!(
+                "quarry: hub {query:?} ({files} files): {}",
+                stages.join(", ")
+            );
+        }
+    }
 }
 
 /// Adds one candidate file to a segment, its chunks numbered from
@@ -896,10 +947,33 @@ fn next_prefix(prefix: &str) -> String {
     String::from_utf8(bytes).unwrap_or_else(|_| format!("{prefix}\u{10ffff}"))
 }
 
-/// pgvector's text form back to floats.
-fn parse_vector(text: &str) -> Option<Vec<f32>> {
-    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    inner.split(',').map(|x| x.trim().parse().ok()).collect()
+/// A pgvector `halfvec` in its binary form (what the server sends, a
+/// quarter of the text form): dimensions and a reserved field as int16,
+/// then each value as an IEEE half float, big-endian.
+struct HalfVec(Vec<f32>);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for HalfVec {
+    fn from_sql(
+        _: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<HalfVec, Box<dyn std::error::Error + Sync + Send>> {
+        let Some((head, body)) = raw.split_first_chunk::<4>() else {
+            return Err("halfvec: shorter than its header".into());
+        };
+        let dim = usize::from(u16::from_be_bytes([head[0], head[1]]));
+        if body.len() != dim * 2 {
+            return Err(format!("halfvec: {} bytes for {dim} dimensions", body.len()).into());
+        }
+        Ok(HalfVec(
+            body.chunks_exact(2)
+                .map(|b| half::f16::from_be_bytes([b[0], b[1]]).to_f32())
+                .collect(),
+        ))
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        ty.name() == "halfvec"
+    }
 }
 
 #[cfg(test)]
@@ -932,9 +1006,16 @@ mod tests {
     }
 
     #[test]
-    fn vectors_round_trip_through_text() {
-        assert_eq!(parse_vector("[0.5,-1,0.25]"), Some(vec![0.5, -1.0, 0.25]));
-        assert_eq!(parse_vector("0.5"), None);
+    fn halfvecs_read_from_their_binary_form() {
+        use tokio_postgres::types::{FromSql, Type};
+        let mut raw = vec![0, 3, 0, 0];
+        for x in [0.5f32, -1.0, 0.25] {
+            raw.extend(half::f16::from_f32(x).to_be_bytes());
+        }
+        let ty = Type::TEXT; // (the type is checked by `accepts`)
+        assert_eq!(HalfVec::from_sql(&ty, &raw).unwrap().0, [0.5, -1.0, 0.25]);
+        assert!(HalfVec::from_sql(&ty, &raw[..5]).is_err());
+        assert!(HalfVec::from_sql(&ty, &raw[..2]).is_err());
     }
 
     #[test]

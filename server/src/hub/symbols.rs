@@ -117,7 +117,7 @@ pub async fn symbols(
     if files.is_empty() && local.is_empty() {
         return Ok(Vec::new());
     }
-    let (texts, mut chunks) = fetch_files(hubs, &repos, &files).await?;
+    let (texts, mut chunks) = fetch_files(hubs, &repos, &files, false).await?;
     let assembled = assemble(
         &repos,
         &files,

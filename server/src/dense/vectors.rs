@@ -65,6 +65,27 @@ pub enum VectorError {
     },
 }
 
+/// The `k` of `vectors` nearest `query` by cosine similarity, best first
+/// (ties on chunk id).
+fn nearest<'v>(
+    query: &[f32],
+    k: usize,
+    vectors: impl Iterator<Item = (u32, &'v [f32])>,
+) -> Vec<(u32, f32)> {
+    let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+    let mut scored: Vec<(u32, f32)> = vectors
+        .filter(|(_, v)| v.len() == query.len())
+        .map(|(id, v)| {
+            let dot: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
+            let len = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            (id, dot / (norm * len))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(k);
+    scored
+}
+
 fn usearch_err(err: impl std::fmt::Display) -> VectorError {
     VectorError::Usearch(err.to_string())
 }
@@ -81,6 +102,9 @@ pub struct VectorIndex {
     /// The sidecar this index was opened with (`None`: built in memory):
     /// a reader following the writer reopens the file only when it changed.
     sidecar: Option<Vec<u8>>,
+    /// A flat index ([`VectorIndex::flat`]): the vectors alone, searched
+    /// exhaustively; `index` stays empty.
+    flat: Option<RwLock<rustc_hash::FxHashMap<u32, Vec<f32>>>>,
 }
 
 /// Thread contexts reserved in usearch, and handed out one per operation.
@@ -182,7 +206,33 @@ impl VectorIndex {
             dim,
             contexts: Slots::new(contexts),
             sidecar: None,
+            flat: None,
         })
+    }
+
+    /// An index that keeps its vectors as they are and searches them all:
+    /// for a few thousand vectors gathered for one query (a hub's candidate
+    /// snapshot), where building a graph costs far more than every search
+    /// it would serve. Exact, like `exact_search`, over vectors rounded to
+    /// bf16 as [`QUANTIZATION`] stores them; never saved.
+    pub fn flat(model_id: &str, dim: usize) -> Result<VectorIndex, VectorError> {
+        let index = usearch::Index::new(&options(dim)).map_err(usearch_err)?;
+        Ok(VectorIndex {
+            index: RwLock::new(index),
+            model_id: model_id.to_string(),
+            dim,
+            contexts: Slots::new(1),
+            sidecar: None,
+            flat: Some(RwLock::new(rustc_hash::FxHashMap::default())),
+        })
+    }
+
+    fn flat_read(
+        &self,
+    ) -> Option<std::sync::RwLockReadGuard<'_, rustc_hash::FxHashMap<u32, Vec<f32>>>> {
+        self.flat
+            .as_ref()
+            .map(|f| f.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub fn model_id(&self) -> &str {
@@ -199,6 +249,9 @@ impl VectorIndex {
 
     /// Vectors stored.
     pub fn len(&self) -> usize {
+        if let Some(flat) = self.flat_read() {
+            return flat.len();
+        }
         self.read().size()
     }
 
@@ -207,11 +260,36 @@ impl VectorIndex {
     }
 
     pub fn contains(&self, chunk_id: u32) -> bool {
+        if let Some(flat) = self.flat_read() {
+            return flat.contains_key(&chunk_id);
+        }
         self.read().contains(u64::from(chunk_id))
     }
 
     /// Adds (or replaces) vectors.
     pub fn add(&self, entries: &[(u32, &[f32])]) -> Result<(), VectorError> {
+        if let Some(flat) = &self.flat {
+            let mut flat = flat.write().unwrap_or_else(|e| e.into_inner());
+            for (chunk_id, vector) in entries {
+                if vector.len() != self.dim {
+                    return Err(VectorError::Usearch(format!(
+                        "vector of {} dimensions, index has {}",
+                        vector.len(),
+                        self.dim
+                    )));
+                }
+                // Rounded as the graph index stores them, so a flat index
+                // ranks as a saved one would.
+                flat.insert(
+                    *chunk_id,
+                    vector
+                        .iter()
+                        .map(|x| half::bf16::from_f32(*x).to_f32())
+                        .collect(),
+                );
+            }
+            return Ok(());
+        }
         let needed = self.len() + entries.len();
         {
             let index = self.index.write().unwrap_or_else(|e| e.into_inner());
@@ -246,6 +324,13 @@ impl VectorIndex {
     }
 
     pub fn remove(&self, chunk_ids: &[u32]) {
+        if let Some(flat) = &self.flat {
+            let mut flat = flat.write().unwrap_or_else(|e| e.into_inner());
+            for id in chunk_ids {
+                flat.remove(id);
+            }
+            return;
+        }
         let index = self.read();
         let _slot = self.contexts.take();
         for id in chunk_ids {
@@ -268,6 +353,13 @@ impl VectorIndex {
     ) -> Vec<(u32, f32)> {
         if query.len() != self.dim || k == 0 {
             return Vec::new();
+        }
+        if let Some(flat) = self.flat_read() {
+            return nearest(
+                query,
+                k,
+                candidates.filter_map(|id| Some((id, flat.get(&id)?.as_slice()))),
+            );
         }
         let index = self.read();
         let norm = query.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
@@ -303,6 +395,13 @@ impl VectorIndex {
                 query.len(),
                 self.dim
             )));
+        }
+        if let Some(flat) = self.flat_read() {
+            let kept = flat
+                .iter()
+                .filter(|(id, _)| keep(**id))
+                .map(|(id, v)| (*id, v.as_slice()));
+            return Ok(nearest(query, k, kept));
         }
         let index = self.read();
         if index.size() == 0 || k == 0 {
@@ -340,6 +439,9 @@ impl VectorIndex {
     /// sidecar holds the file's length and blake3 hash: `open` hands
     /// usearch only bytes that match them.
     pub fn save(&self, dir: &Path, id_bound: u32) -> Result<(), VectorError> {
+        if self.flat.is_some() {
+            return Err(VectorError::Usearch("a flat index is never saved".into()));
+        }
         let (file, meta_file) = file_names(&self.model_id);
         let bytes = {
             let index = self.read();
@@ -445,6 +547,7 @@ impl VectorIndex {
             dim,
             contexts: Slots::new(contexts),
             sidecar: Some(meta),
+            flat: None,
         }))
     }
 }
@@ -456,6 +559,36 @@ mod tests {
     fn unit(values: &[f32]) -> Vec<f32> {
         let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
         values.iter().map(|v| v / norm).collect()
+    }
+
+    #[test]
+    fn a_flat_index_answers_as_exact_search_does() {
+        let (graph, vectors) = filled(300, 7, 3, 11);
+        let flat = VectorIndex::flat("m", 8).expect("flat");
+        let entries: Vec<(u32, &[f32])> = vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as u32, v.as_slice()))
+            .collect();
+        flat.add(&entries).expect("add");
+        assert_eq!(flat.len(), 300);
+        assert!(flat.contains(5) && !flat.contains(300));
+        let query = unit(&[1.0, 2.0, 0.5, 0.0, 3.0, 1.0, 0.0, 2.0]);
+        // (The graph index stores quantised vectors: the same order, scores
+        // within rounding.)
+        let exact = graph.exact_search(&query, 10, 0..300);
+        let found = flat.search(&query, 10, &|id| id != 999).expect("search");
+        let ids = |hits: &[(u32, f32)]| hits.iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(ids(&found), ids(&exact));
+        assert!(found
+            .iter()
+            .zip(&exact)
+            .all(|(a, b)| (a.1 - b.1).abs() < 1e-3));
+        assert_eq!(flat.exact_search(&query, 10, 0..300), found);
+        flat.remove(&[exact[0].0]);
+        let found = flat.search(&query, 1, &|_| true).expect("search");
+        assert_eq!(found[0].0, exact[1].0);
+        assert!(flat.save(Path::new("/nonexistent"), 1).is_err());
     }
 
     /// An 8-dimensional index of `n` spread unit vectors (dimension `d` of

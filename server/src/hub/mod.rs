@@ -23,6 +23,7 @@ mod push;
 mod query;
 mod schema;
 mod symbols;
+mod tls;
 
 pub use link::{Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
@@ -39,8 +40,6 @@ use tokio_postgres::{Client, Config, NoTls};
 pub enum HubError {
     #[error("hub URL {0} is not a PostgreSQL connection string")]
     Url(String),
-    #[error("hub {url}: TLS was asked for (sslmode=require), and this build speaks only plain TCP: use sslmode=disable on a trusted network or a local TLS tunnel")]
-    Tls { url: String },
     #[error("hub {url}: cannot connect")]
     Connect {
         url: String,
@@ -106,7 +105,7 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// Connects (plain TCP, a [`CONNECT_TIMEOUT`]) and creates or checks
+    /// Connects (TLS as `sslmode` asks, a [`CONNECT_TIMEOUT`]) and creates or checks
     /// the schema. The connection runs on the current tokio runtime.
     pub async fn connect(url: &str) -> Result<Hub, HubError> {
         let hub = Hub::open(url).await?;
@@ -124,29 +123,36 @@ impl Hub {
 
     async fn open(url: &str) -> Result<Hub, HubError> {
         let shown = redact(url);
-        let mut config: Config = url.parse().map_err(|_| HubError::Url(shown.clone()))?;
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(HubError::Tls { url: shown });
-        }
+        let ask = tls::split(url);
+        let mut config: Config = ask.url.parse().map_err(|_| HubError::Url(shown.clone()))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         if config.get_application_name().is_none() {
             config.application_name("quarry");
         }
-        let (client, connection) =
-            config
-                .connect(NoTls)
-                .await
-                .map_err(|source| HubError::Connect {
-                    url: shown.clone(),
-                    source,
-                })?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes away; the
-            // next statement then fails with the reason.
-            let _ = connection.await;
-        });
+        let connected = if config.get_ssl_mode() == SslMode::Disable {
+            config.connect(NoTls).await.map(|(client, connection)| {
+                tokio::spawn(async move {
+                    // Ends when the client is dropped or the server goes
+                    // away; the next statement then fails with the reason.
+                    let _ = connection.await;
+                });
+                client
+            })
+        } else {
+            let connector = tls::connector(&ask, &shown)?;
+            config.connect(connector).await.map(|(client, connection)| {
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            })
+        };
+        let client = connected.map_err(|source| HubError::Connect {
+            url: shown.clone(),
+            source,
+        })?;
         Ok(Hub { client, url: shown })
     }
 

@@ -99,6 +99,9 @@ const MAX_STEM_GROWTH: usize = 4;
 /// a chunk that holds a common word only lightly is found through its
 /// other words, or not at all.
 const POSTINGS_PER_TERM: i64 = 2000;
+/// Candidate vectors past which the snapshot searches them flat instead of
+/// building a graph.
+const FLAT_VECTORS: usize = 2048;
 /// Overlay files ranked beside the hub's candidates, past which only those
 /// holding a query word are.
 const MAX_OVERLAY_FILES: usize = 100;
@@ -386,10 +389,23 @@ pub async fn search(
 
     let (texts, mut chunks) = fetch_files(hubs, &repos, &files, vectors_wanted).await?;
     trace.mark("reading candidate files");
+    // Few vectors: a graph, as the local index holds them (the same
+    // scores to the last bit); many (a few huge files): searched flat,
+    // which costs milliseconds where building a graph cost most of a second.
+    let n_vectors: usize = chunks.values().flatten().filter(|c| c.1.is_some()).count()
+        + overlay.map_or(0, |o| {
+            o.vectors.iter().flatten().filter(|v| v.is_some()).count()
+        });
     let vectors = match (engine, same_model) {
         (Some(engine), true) => engine
             .model_id()
-            .and_then(|m| VectorIndex::new(m, DIM).ok())
+            .and_then(|m| {
+                if n_vectors > FLAT_VECTORS {
+                    VectorIndex::flat(m, DIM).ok()
+                } else {
+                    VectorIndex::new(m, DIM).ok()
+                }
+            })
             .map(Arc::new),
         _ => None,
     };

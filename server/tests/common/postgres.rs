@@ -94,6 +94,103 @@ impl Postgres {
         Some(server)
     }
 
+    /// A fresh server that accepts only TLS connections, with a self-signed
+    /// certificate for 127.0.0.1 (`cert()` is its PEM file). PyPI's build
+    /// has no TLS: this is the system's PostgreSQL (Debian's, without
+    /// pgvector), or `None` with a note where there is none.
+    pub fn start_tls() -> Option<Postgres> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("bin"))
+            .find(|bin| bin.join("postgres").is_file());
+        let Some(bin) = bin else {
+            eprintln!("skipping the TLS test: no system PostgreSQL with TLS");
+            return None;
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("quarry-pg-tls")
+            .tempdir()
+            .expect("tempdir");
+        let server = Postgres {
+            dir,
+            port: free_port(),
+            bin,
+            as_nobody: is_root(),
+        };
+        let dir = server.dir.path();
+        if server.as_nobody {
+            std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+                .expect("chmod");
+        }
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data.to_string_lossy(),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--no-sync",
+            ],
+        );
+        let (key, cert) = (dir.join("server.key"), dir.join("server.crt"));
+        let out = Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            ])
+            .args([
+                "-subj",
+                "/CN=quarry-test",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+            ])
+            .arg("-keyout")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert)
+            .output()
+            .expect("run openssl");
+        assert!(
+            out.status.success(),
+            "openssl: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if server.as_nobody {
+            let ok = Command::new("chown")
+                .arg("nobody")
+                .arg(&key)
+                .arg(&cert)
+                .status()
+                .expect("chown")
+                .success();
+            assert!(ok, "chown");
+        }
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .expect("chmod");
+        let conf = format!(
+            "\nssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+            cert.display(),
+            key.display()
+        );
+        let mut text = std::fs::read_to_string(data.join("postgresql.conf")).expect("conf");
+        text.push_str(&conf);
+        std::fs::write(data.join("postgresql.conf"), text).expect("conf");
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostnossl all all 127.0.0.1/32 reject\n",
+        )
+        .expect("hba");
+        server.start_again();
+        Some(server)
+    }
+
+    /// The TLS server's certificate.
+    pub fn cert(&self) -> PathBuf {
+        self.dir.path().join("server.crt")
+    }
+
     /// A hot standby of `primary` (`pg_basebackup -R`, streaming), started
     /// on its own port.
     pub fn replica_of(primary: &Postgres) -> Postgres {

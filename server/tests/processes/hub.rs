@@ -935,3 +935,50 @@ fn two_shards_and_a_replica_answer_as_one_server() {
     );
     assert!(!out.status.success());
 }
+
+#[test]
+fn tls_is_used_as_the_url_asks() {
+    // A server that takes TLS alone and has no pgvector: a connection that
+    // gets through fails on the schema, one that does not on connecting.
+    let Some(pg) = Postgres::start_tls() else {
+        return;
+    };
+    let ws = Workspace::fixture();
+    let base = pg.url();
+    let search = |params: &str| {
+        let url = format!("{base}?{params}");
+        let out = quarry(
+            &ws,
+            &[
+                "search",
+                "GraphStore",
+                "--json",
+                "--lexical",
+                "--no-overlay",
+                "--hub",
+                &url,
+            ],
+        );
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let through = |(ok, text): (bool, String)| {
+        assert!(!ok && text.contains("no Quarry schema"), "{text}");
+    };
+    let refused = |(ok, text): (bool, String)| {
+        // The local index answers and says why the hub did not.
+        assert!(ok && text.contains("cannot connect"), "{text}");
+    };
+    through(search("sslmode=require"));
+    through(search("sslmode=prefer"));
+    refused(search("sslmode=disable"));
+    let root = format!("sslmode=verify-full&sslrootcert={}", pg.cert().display());
+    through(search(&root));
+    // A self-signed certificate is not trusted without sslrootcert.
+    refused(search("sslmode=verify-full"));
+    refused(search("sslmode=verify-ca"));
+}

@@ -2,13 +2,16 @@
 //! pgvector, built once (by CI, by a server-side indexer) and searched by
 //! every developer's CLI, language server and agent.
 //!
-//! Owns: the connection ([`Hub`]), the schema (`schema`), writing a
-//! repository at a commit (`push`) and answering a query over the
-//! repositories a role may read (`query`). PostgreSQL retrieves
-//! candidates (HNSW over `halfvec` for meaning, a term table for words, a
-//! name index for identifiers); Quarry ranks them with the same stages as
-//! the local index (`search::search_blended` over a snapshot of the
-//! candidate files, with the repository's own corpus statistics).
+//! Owns: the connection ([`Hub`], TLS in `tls`), the schema (`schema`),
+//! writing a repository at a commit (`push`), answering a query over the
+//! repositories a role may read, on one server or several shards
+//! (`query`, `symbols`), the workspace's own changes laid over the hub's
+//! commit (`overlay`) and the servers' long-lived link (`link`).
+//! PostgreSQL retrieves candidates (HNSW over `halfvec` for meaning, a
+//! term table for words, a name index for identifiers); Quarry ranks them
+//! with the same stages as the local index (`search::search_blended` over
+//! a snapshot of the candidate files, with the repositories' own corpus
+//! statistics).
 //!
 //! Invariants: a push is one transaction, so readers see a repository at
 //! its old commit or its new one, never a mix; every value in a statement

@@ -10,7 +10,8 @@
 //! answers from its local index with the reason this returns), or show a
 //! password (hub errors carry redacted URLs).
 
-use super::{search, Hub, HubError, HubResults, Overlay, RepoScope};
+use super::{search, symbols, Hub, HubError, HubResults, HubSymbol, Overlay, RepoScope};
+use crate::chunk::ChunkKind;
 use crate::dense::DenseEngine;
 use crate::search::SearchOptions;
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ struct Link {
 }
 
 /// The checkout a hub search overlays.
+#[derive(Clone)]
 pub struct Checkout {
     pub root: PathBuf,
     /// Its repository's name in the hub.
@@ -71,6 +73,40 @@ impl HubLink {
     /// now). A failure drops the connection; the first query after `retry`
     /// connects again.
     pub async fn search(&self, ask: &Ask<'_>) -> Result<HubResults, String> {
+        let (hubs, overlay) = self.prepare(ask).await?;
+        let answer = search(
+            &hubs,
+            ask.scope,
+            ask.query,
+            ask.options,
+            ask.dense,
+            overlay.as_deref(),
+        )
+        .await;
+        self.settle(answer).await
+    }
+
+    /// Definitions named like `ask.query` (see [`symbols`]), as
+    /// [`search`](Self::search) answers or fails.
+    pub async fn symbols(
+        &self,
+        ask: &Ask<'_>,
+        kind: Option<ChunkKind>,
+        limit: usize,
+    ) -> Result<Vec<HubSymbol>, String> {
+        let (hubs, overlay) = self.prepare(ask).await?;
+        let answer = symbols(&hubs, ask.scope, ask.query, kind, limit, overlay.as_deref()).await;
+        self.settle(answer).await
+    }
+
+    /// The connections and the overlay a query runs on, made or rebuilt as
+    /// needed; or why not (down and not due for another try, or failing
+    /// now). The link is held only while they are made, not while a query
+    /// runs.
+    async fn prepare(
+        &self,
+        ask: &Ask<'_>,
+    ) -> Result<(Arc<Vec<Hub>>, Option<Arc<Overlay>>), String> {
         let mut link = self.inner.lock().await;
         if link.urls != ask.urls {
             *link = Link {
@@ -87,22 +123,30 @@ impl HubLink {
                 ));
             }
         }
-        match self.attempt(&mut link, ask).await {
-            Ok(results) => {
-                link.down = None;
-                Ok(results)
-            }
-            Err(e) => {
-                let why = e.full();
-                link.hubs = None;
-                link.overlay = None;
-                link.down = Some((Instant::now(), why.clone()));
-                Err(why)
-            }
+        match self.connect(&mut link, ask).await {
+            Ok(ready) => Ok(ready),
+            Err(e) => Err(fail(&mut link, &e)),
         }
     }
 
-    async fn attempt(&self, link: &mut Link, ask: &Ask<'_>) -> Result<HubResults, HubError> {
+    /// Records how a query ended: a failure drops the connection and starts
+    /// the wait before the next try.
+    async fn settle<T>(&self, answer: Result<T, HubError>) -> Result<T, String> {
+        let mut link = self.inner.lock().await;
+        match answer {
+            Ok(answer) => {
+                link.down = None;
+                Ok(answer)
+            }
+            Err(e) => Err(fail(&mut link, &e)),
+        }
+    }
+
+    async fn connect(
+        &self,
+        link: &mut Link,
+        ask: &Ask<'_>,
+    ) -> Result<(Arc<Vec<Hub>>, Option<Arc<Overlay>>), HubError> {
         let hubs = match &link.hubs {
             Some(hubs) => hubs.clone(),
             None => {
@@ -134,14 +178,15 @@ impl HubLink {
                 overlay
             }
         };
-        search(
-            &hubs,
-            ask.scope,
-            ask.query,
-            ask.options,
-            ask.dense,
-            overlay.as_deref(),
-        )
-        .await
+        Ok((hubs, overlay))
     }
+}
+
+/// Drops the connection and the overlay, and counts the hub down from now.
+fn fail(link: &mut Link, e: &HubError) -> String {
+    let why = e.full();
+    link.hubs = None;
+    link.overlay = None;
+    link.down = Some((Instant::now(), why.clone()));
+    why
 }

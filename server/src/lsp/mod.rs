@@ -849,17 +849,10 @@ fn merge_folders(lists: Vec<Vec<SearchHit>>, limit: usize) -> Vec<SearchHit> {
     out
 }
 
-/// Searches the hub, the first folder's changes overlaid (its repository
-/// is `hubRepo`, else the folder's name), within `hubTimeoutMs`; or says
-/// why it could not (the caller then answers from the local index).
-async fn search_hub(
-    state: &Arc<State>,
-    settings: &Settings,
-    query: &str,
-    options: &SearchOptions,
-) -> Result<SearchResponse, String> {
-    let folder = state.folders().into_iter().next();
-    let workspace = folder.as_ref().map(|f| crate::hub::Checkout {
+/// The first folder as a checkout of its hub repository (`hubRepo`, else
+/// the folder's name), with its unsaved buffers.
+fn hub_checkout(state: &State, settings: &Settings, f: &Folder) -> crate::hub::Checkout {
+    crate::hub::Checkout {
         root: f.root.clone(),
         repo: settings.hub_repo.clone().unwrap_or_else(|| {
             f.root
@@ -879,7 +872,20 @@ async fn search_hub(
         max_file_size: f
             .index()
             .map_or(crate::index::DEFAULT_MAX_FILE_SIZE, |i| i.max_file_size()),
-    });
+    }
+}
+
+/// Searches the hub, the first folder's changes overlaid (its repository
+/// is `hubRepo`, else the folder's name), within `hubTimeoutMs`; or says
+/// why it could not (the caller then answers from the local index).
+async fn search_hub(
+    state: &Arc<State>,
+    settings: &Settings,
+    query: &str,
+    options: &SearchOptions,
+) -> Result<SearchResponse, String> {
+    let folder = state.folders().into_iter().next();
+    let workspace = folder.as_ref().map(|f| hub_checkout(state, settings, f));
     let dense = state
         .engine()
         .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
@@ -894,12 +900,7 @@ async fn search_hub(
             options.clone(),
         );
         let retry = Duration::from_millis(settings.hub_retry_ms);
-        let workspace = workspace.as_ref().map(|w| crate::hub::Checkout {
-            root: w.root.clone(),
-            repo: w.repo.clone(),
-            buffers: w.buffers.clone(),
-            max_file_size: w.max_file_size,
-        });
+        let workspace = workspace.clone();
         let handle = tokio::runtime::Handle::current();
         // Ranking and embedding are CPU work: off the protocol's threads.
         tokio::task::spawn_blocking(move || {
@@ -991,6 +992,102 @@ async fn search_hub(
         }
     }
     Ok(response)
+}
+
+/// A symbol hit as `workspace/symbol` shows it, with its tier's rank
+/// (exact first).
+fn symbol_information(hit: SymbolHit, uri: Uri) -> (u8, SymbolInformation) {
+    let tier = match hit.tier {
+        "exact" => 0,
+        "prefix" => 1,
+        "word" => 2,
+        _ => 3,
+    };
+    let is_impl = hit.kind == ChunkKind::Impl.name();
+    let container = hit
+        .qualified_name
+        .strip_suffix(hit.name.as_str())
+        .map(|c| c.trim_end_matches([':', '.', '#']).to_string())
+        .filter(|c| !c.is_empty() && !is_impl);
+    let range = name_range(&hit);
+    // `impl X` never looks like the type X itself.
+    let name = if is_impl {
+        ChunkKind::Impl.label(&hit.qualified_name)
+    } else {
+        hit.name
+    };
+    #[allow(deprecated)]
+    (
+        tier,
+        SymbolInformation {
+            name,
+            kind: symbol_kind(hit.kind),
+            tags: None,
+            deprecated: None,
+            // At the name, not the doc comment or
+            // decorator above it (the editor opens and
+            // highlights this range).
+            location: Location { uri, range },
+            container_name: container,
+        },
+    )
+}
+
+/// `workspace/symbol` over the hub, the first folder's changes overlaid,
+/// within `hubTimeoutMs`; or why not (the local index answers then).
+async fn symbols_hub(
+    state: &Arc<State>,
+    settings: &Settings,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<SymbolInformation>, String> {
+    let folder = state.folders().into_iter().next();
+    let checkout = folder.as_ref().map(|f| hub_checkout(state, settings, f));
+    let dense = state
+        .engine()
+        .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
+    let task = {
+        let (state, urls, query) = (state.clone(), settings.hub.clone(), query.to_string());
+        let scope = crate::hub::RepoScope {
+            globs: settings.hub_repos.clone(),
+        };
+        let retry = Duration::from_millis(settings.hub_retry_ms);
+        let checkout = checkout.clone();
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let options = SearchOptions::default();
+            handle.block_on(state.hub.symbols(
+                &crate::hub::Ask {
+                    urls: &urls,
+                    scope: &scope,
+                    checkout: checkout.as_ref(),
+                    query: &query,
+                    options: &options,
+                    dense: dense.as_deref(),
+                    retry,
+                },
+                None,
+                limit,
+            ))
+        })
+    };
+    let budget = Duration::from_millis(settings.hub_timeout_ms);
+    let found = match tokio::time::timeout(budget, task).await {
+        Err(_) => return Err(format!("no answer within {} ms", settings.hub_timeout_ms)),
+        Ok(Err(_)) => return Err("the hub lookup stopped".into()),
+        Ok(Ok(found)) => found?,
+    };
+    Ok(found
+        .into_iter()
+        .filter_map(|h| {
+            let own = checkout.as_ref().is_some_and(|c| c.repo == h.repo);
+            let uri = match (&folder, own) {
+                (Some(f), true) => Uri::from_file_path(f.root.join(&h.symbol.path))?,
+                _ => hub_uri(&h.repo, &h.symbol.path)?,
+            };
+            Some(symbol_information(h.symbol, uri).1)
+        })
+        .collect())
 }
 
 /// Where a hit in another repository of the hub is:
@@ -1342,9 +1439,18 @@ impl LanguageServer for Backend {
         &self,
         params: WorkspaceSymbolParams,
     ) -> RpcResult<Option<WorkspaceSymbolResponse>> {
-        let limit = self.state.settings().max_symbols;
+        let settings = self.state.settings();
+        let limit = settings.max_symbols;
         let state = self.state.clone();
         let query = params.query;
+        if !settings.hub.is_empty() {
+            match symbols_hub(&state, &settings, &query, limit).await {
+                Ok(symbols) => return Ok(Some(WorkspaceSymbolResponse::Flat(symbols))),
+                Err(why) => log(&format!(
+                    "hub: {why}; workspace/symbol answered from the local index"
+                )),
+            }
+        }
         let job = move || {
             let mut out: Vec<(u8, SymbolInformation)> = Vec::new();
             for folder in state.folders() {
@@ -1356,40 +1462,7 @@ impl LanguageServer for Backend {
                     let Some(uri) = Uri::from_file_path(folder.root.join(&hit.path)) else {
                         continue;
                     };
-                    let tier = match hit.tier {
-                        "exact" => 0,
-                        "prefix" => 1,
-                        "word" => 2,
-                        _ => 3,
-                    };
-                    let is_impl = hit.kind == ChunkKind::Impl.name();
-                    let container = hit
-                        .qualified_name
-                        .strip_suffix(hit.name.as_str())
-                        .map(|c| c.trim_end_matches([':', '.', '#']).to_string())
-                        .filter(|c| !c.is_empty() && !is_impl);
-                    let range = name_range(&hit);
-                    // `impl X` never looks like the type X itself.
-                    let name = if is_impl {
-                        ChunkKind::Impl.label(&hit.qualified_name)
-                    } else {
-                        hit.name
-                    };
-                    #[allow(deprecated)]
-                    out.push((
-                        tier,
-                        SymbolInformation {
-                            name,
-                            kind: symbol_kind(hit.kind),
-                            tags: None,
-                            deprecated: None,
-                            // At the name, not the doc comment or
-                            // decorator above it (the editor opens and
-                            // highlights this range).
-                            location: Location { uri, range },
-                            container_name: container,
-                        },
-                    ));
+                    out.push(symbol_information(hit, uri));
                 }
             }
             // Several folders: better tiers first, each folder's order kept.

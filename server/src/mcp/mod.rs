@@ -291,6 +291,50 @@ impl QuarryMcp {
         Ok(with_structure(out, value))
     }
 
+    /// `find_symbol` over the hub, the workspace's changes overlaid; or why
+    /// the hub did not answer.
+    async fn symbols_hub(
+        &self,
+        hub: &Arc<HubSearch>,
+        name: &str,
+        kind: Option<ChunkKind>,
+    ) -> Result<Vec<crate::hub::HubSymbol>, String> {
+        let (hub, engine, name) = (hub.clone(), self.engine.clone(), name.to_string());
+        let timeout = hub.timeout;
+        let handle = tokio::runtime::Handle::current();
+        let task = tokio::task::spawn_blocking(move || {
+            hub.link.changed();
+            let index = engine.index();
+            let checkout = hub.repo.clone().map(|repo| crate::hub::Checkout {
+                root: index.root().to_path_buf(),
+                repo,
+                buffers: Vec::new(),
+                max_file_size: index.max_file_size(),
+            });
+            let dense = engine.tiers().transformer().cloned();
+            let dense = dense.filter(|e| e.unavailable_reason().is_none());
+            let options = SearchOptions::default();
+            handle.block_on(hub.link.symbols(
+                &crate::hub::Ask {
+                    urls: &hub.urls,
+                    scope: &hub.scope,
+                    checkout: checkout.as_ref(),
+                    query: &name,
+                    options: &options,
+                    dense: dense.as_deref(),
+                    retry: hub.retry,
+                },
+                kind,
+                50,
+            ))
+        });
+        match tokio::time::timeout(timeout, task).await {
+            Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+            Ok(Err(_)) => Err("the hub lookup stopped".into()),
+            Ok(Ok(found)) => found,
+        }
+    }
+
     /// A root-relative path inside the workspace, or why not.
     fn resolve(&self, path: &str) -> Result<(PathBuf, String), String> {
         let root = self.engine.index().root();
@@ -427,6 +471,44 @@ impl QuarryMcp {
             Err(e) => return tool_error(e),
         };
         self.refresh().await;
+        let mut hub_down = None;
+        if let Some(hub) = &self.hub {
+            match self.symbols_hub(hub, &args.name, kind).await {
+                Ok(mut found) => {
+                    if args.exact.unwrap_or(false) {
+                        found.retain(|h| h.symbol.tier == "exact");
+                    }
+                    if found.is_empty() {
+                        return tool_error(format!("no symbol matches {:?} in the hub", args.name));
+                    }
+                    let mut out = String::new();
+                    for h in &found {
+                        let at = if h.local {
+                            "working tree".to_string()
+                        } else {
+                            h.commit.chars().take(12).collect()
+                        };
+                        let s = &h.symbol;
+                        let _ = writeln!(
+                            out,
+                            "- `{}` ({}, {}) {}:{}:{}-{} ({at})",
+                            s.qualified_name,
+                            s.kind,
+                            s.tier,
+                            h.repo,
+                            s.path,
+                            s.start_line,
+                            s.end_line
+                        );
+                    }
+                    return Ok(with_structure(
+                        out,
+                        json!({ "symbols": found, "source": "hub" }),
+                    ));
+                }
+                Err(why) => hub_down = Some(format!("hub: {why}; answered from the local index")),
+            }
+        }
         let snapshot = self.engine.index().snapshot();
         let mut hits = find_symbols(&snapshot, &args.name, kind, 50);
         if args.exact.unwrap_or(false) {
@@ -436,6 +518,9 @@ impl QuarryMcp {
             return tool_error(format!("no symbol matches {:?}", args.name));
         }
         let mut out = String::new();
+        if let Some(down) = &hub_down {
+            let _ = writeln!(out, "_{down}_\n");
+        }
         for h in &hits {
             let _ = writeln!(
                 out,
@@ -443,7 +528,11 @@ impl QuarryMcp {
                 h.qualified_name, h.kind, h.tier, h.path, h.start_line, h.end_line
             );
         }
-        Ok(with_structure(out, json!({ "symbols": hits })))
+        let mut value = json!({ "symbols": hits });
+        if let Some(down) = hub_down {
+            value["reason"] = json!(down);
+        }
+        Ok(with_structure(out, value))
     }
 
     #[tool(

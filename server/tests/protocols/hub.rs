@@ -111,6 +111,13 @@ fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
         hit.get("commit").is_none(),
         "a local hit has no commit: {result}"
     );
+    // workspace/symbol over the hub sees the buffer too, and the hub's
+    // definitions at their files.
+    let symbols = client.result("workspace/symbol", json!({"query": "unsaved_buffer_pro"}));
+    assert_eq!(symbols[0]["name"], "unsaved_buffer_probe", "{symbols}");
+    assert_eq!(symbols[0]["location"]["uri"], uri(&retry_file), "{symbols}");
+    let symbols = client.result("workspace/symbol", json!({"query": "fetch_manifest"}));
+    assert_eq!(symbols[0]["location"]["uri"], uri(&retry_file), "{symbols}");
 
     // An uncommitted deletion of a function on disk: gone from the hits.
     let session = root.join("elixir/session_store.ex");
@@ -192,6 +199,21 @@ fn an_agent_searches_the_hub_with_its_checkouts_changes() {
     assert_eq!(value["hits"][0]["name"], "agent_written_probe", "{value}");
     assert_eq!(value["hits"][0]["local"], true, "{value}");
     assert!(text.contains("working tree"), "{text}");
+    // Definitions by name, from the hub and from the edit.
+    let (error, text, value) = mcp.call("find_symbol", json!({"name": "agent_written"}));
+    assert!(!error, "{text}");
+    assert_eq!(value["source"], "hub", "{value}");
+    assert_eq!(
+        value["symbols"][0]["name"], "agent_written_probe",
+        "{value}"
+    );
+    assert_eq!(value["symbols"][0]["local"], true, "{value}");
+    let (_, _, value) = mcp.call(
+        "find_symbol",
+        json!({"name": "fetch_session", "exact": true}),
+    );
+    assert_eq!(value["symbols"][0]["repo"], "app", "{value}");
+    assert_eq!(value["symbols"][0]["commit"], head.as_str(), "{value}");
     // Down: the local index answers and says why; back: the hub again
     // (after the retry delay).
     pg.stop();

@@ -4,11 +4,11 @@
 
 use anyhow::{Context, Result};
 use quarry::dense::DenseEngine;
-use quarry::hub::{self, Hub, HubResults, Overlay, RepoScope};
+use quarry::hub::{self, Checkout, Hub, HubResults, Overlay, RepoScope};
 use quarry::index::Index;
 use quarry::search::SearchOptions;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
@@ -80,14 +80,6 @@ pub fn grant(url: &str, repo: &str, role: &str) -> Result<()> {
     Ok(())
 }
 
-/// The checkout a hub search overlays: its files that differ from the
-/// hub's commit of `repo` are searched as they are here.
-pub struct Workspace {
-    pub repo: String,
-    pub root: PathBuf,
-    pub max_file_size: u64,
-}
-
 /// A hub search as the command line asks it.
 pub struct SearchRequest<'a> {
     /// Shards (each a primary or a read replica), searched together.
@@ -96,7 +88,7 @@ pub struct SearchRequest<'a> {
     pub queries: &'a [String],
     pub options: &'a SearchOptions,
     pub dense: &'a DenseEngine,
-    pub workspace: Option<&'a Workspace>,
+    pub workspace: Option<&'a Checkout>,
 }
 
 /// Read connections to every shard, or why one cannot be reached (the
@@ -118,6 +110,27 @@ fn connect_all(
     Ok(Ok(hubs))
 }
 
+/// The overlay of `workspace` over the hubs' copy of its repository.
+fn overlay_of(
+    rt: &tokio::runtime::Runtime,
+    hubs: &[Hub],
+    workspace: Option<&Checkout>,
+    dense: Option<&DenseEngine>,
+) -> Result<Option<Overlay>> {
+    let Some(ws) = workspace else {
+        return Ok(None);
+    };
+    rt.block_on(Overlay::build(
+        hubs,
+        &ws.repo,
+        &ws.root,
+        &ws.buffers,
+        ws.max_file_size,
+        dense,
+    ))
+    .with_context(|| format!("comparing {} with the hub", ws.root.display()))
+}
+
 /// Definitions by name over the hubs, the checkout's changes overlaid; or
 /// why the hub cannot be reached (`Ok(Err(reason))`).
 pub fn symbols(
@@ -126,26 +139,14 @@ pub fn symbols(
     query: &str,
     kind: Option<quarry::chunk::ChunkKind>,
     limit: usize,
-    workspace: Option<&Workspace>,
+    workspace: Option<&Checkout>,
 ) -> Result<std::result::Result<Vec<quarry::hub::HubSymbol>, String>> {
     let rt = runtime()?;
     let hubs = match connect_all(&rt, urls)? {
         Ok(hubs) => hubs,
         Err(down) => return Ok(Err(down)),
     };
-    let overlay = match workspace {
-        Some(ws) => rt
-            .block_on(Overlay::build(
-                &hubs,
-                &ws.repo,
-                &ws.root,
-                &[],
-                ws.max_file_size,
-                None,
-            ))
-            .with_context(|| format!("comparing {} with the hub", ws.root.display()))?,
-        None => None,
-    };
+    let overlay = overlay_of(&rt, &hubs, workspace, None)?;
     let hits = rt
         .block_on(hub::symbols(
             &hubs,
@@ -190,19 +191,7 @@ pub fn search(
         Err(down) => return Ok(Answered::Down(down)),
     };
     let dense = Some(asked.dense).filter(|d| d.unavailable_reason().is_none());
-    let overlay = match asked.workspace {
-        Some(ws) => rt
-            .block_on(Overlay::build(
-                &hubs,
-                &ws.repo,
-                &ws.root,
-                &[],
-                ws.max_file_size,
-                dense,
-            ))
-            .with_context(|| format!("comparing {} with the hub", ws.root.display()))?,
-        None => None,
-    };
+    let overlay = overlay_of(&rt, &hubs, asked.workspace, dense)?;
     for query in asked.queries {
         let results = rt.block_on(hub::search(
             &hubs,

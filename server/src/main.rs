@@ -11,7 +11,7 @@ use quarry::filter::Filter;
 use quarry::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
 use quarry::search::{self, SearchOptions};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod hub_cli;
@@ -64,6 +64,22 @@ struct HubArgs {
     /// With --hub: search the hub's copy alone, not ROOT's changes.
     #[arg(long, requires = "hub")]
     no_overlay: bool,
+}
+
+impl HubArgs {
+    /// ROOT as the checkout whose changes are overlaid on the hub's copy,
+    /// unless `--no-overlay`.
+    fn checkout(&self, root: &Path, max_file_size: u64) -> Option<quarry::hub::Checkout> {
+        (!self.no_overlay).then(|| quarry::hub::Checkout {
+            repo: self
+                .workspace_repo
+                .clone()
+                .unwrap_or_else(|| hub_cli::repo_name(root)),
+            root: root.to_path_buf(),
+            buffers: Vec::new(),
+            max_file_size,
+        })
+    }
 }
 
 #[derive(Args, Clone)]
@@ -423,10 +439,7 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
 /// `quarry mcp`: the MCP server on stdin/stdout over this root's index.
 fn run_mcp(root: PathBuf, hub: HubArgs, common: &CommonArgs) -> Result<()> {
     let hub = (!hub.hub.is_empty()).then(|| quarry::mcp::HubSearch {
-        repo: (!hub.no_overlay).then(|| {
-            hub.workspace_repo
-                .unwrap_or_else(|| hub_cli::repo_name(&root))
-        }),
+        repo: hub.checkout(&root, common.max_file_size).map(|c| c.repo),
         urls: hub.hub,
         scope: quarry::hub::RepoScope { globs: hub.repos },
         timeout: std::time::Duration::from_secs(10),
@@ -645,17 +658,11 @@ fn run(cli: Cli) -> Result<()> {
                 .transpose()?;
             let mut hub_down = None;
             if !hub.hub.is_empty() {
+                let workspace = hub.checkout(&root, common.max_file_size);
                 let scope = quarry::hub::RepoScope { globs: hub.repos };
                 let lines = batch.is_some();
                 let queries = batch.clone().unwrap_or_else(|| vec![query.clone()]);
                 let dense = dense_engine(&common, false);
-                let workspace = (!hub.no_overlay).then(|| hub_cli::Workspace {
-                    repo: hub
-                        .workspace_repo
-                        .unwrap_or_else(|| hub_cli::repo_name(&root)),
-                    root: root.clone(),
-                    max_file_size: common.max_file_size,
-                });
                 let asked = hub_cli::SearchRequest {
                     urls: &hub.hub,
                     scope: &scope,
@@ -802,13 +809,7 @@ fn run(cli: Cli) -> Result<()> {
                 None => None,
             };
             if !hub.hub.is_empty() {
-                let workspace = (!hub.no_overlay).then(|| hub_cli::Workspace {
-                    repo: hub
-                        .workspace_repo
-                        .unwrap_or_else(|| hub_cli::repo_name(&root)),
-                    root: root.clone(),
-                    max_file_size: common.max_file_size,
-                });
+                let workspace = hub.checkout(&root, common.max_file_size);
                 let scope = quarry::hub::RepoScope { globs: hub.repos };
                 match hub_cli::symbols(&hub.hub, &scope, &query, kind, limit, workspace.as_ref())? {
                     Ok(hits) => {

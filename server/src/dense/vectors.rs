@@ -247,6 +247,16 @@ impl VectorIndex {
         self.index.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn check_dim(&self, len: usize) -> Result<(), VectorError> {
+        if len == self.dim {
+            return Ok(());
+        }
+        Err(VectorError::Usearch(format!(
+            "vector of {len} dimensions, index has {}",
+            self.dim
+        )))
+    }
+
     /// Vectors stored.
     pub fn len(&self) -> usize {
         if let Some(flat) = self.flat_read() {
@@ -271,13 +281,7 @@ impl VectorIndex {
         if let Some(flat) = &self.flat {
             let mut flat = flat.write().unwrap_or_else(|e| e.into_inner());
             for (chunk_id, vector) in entries {
-                if vector.len() != self.dim {
-                    return Err(VectorError::Usearch(format!(
-                        "vector of {} dimensions, index has {}",
-                        vector.len(),
-                        self.dim
-                    )));
-                }
+                self.check_dim(vector.len())?;
                 // Rounded as the graph index stores them, so a flat index
                 // ranks as a saved one would.
                 flat.insert(
@@ -307,13 +311,7 @@ impl VectorIndex {
         let index = self.read();
         let _slot = self.contexts.take();
         for (chunk_id, vector) in entries {
-            if vector.len() != self.dim {
-                return Err(VectorError::Usearch(format!(
-                    "vector of {} dimensions, index has {}",
-                    vector.len(),
-                    self.dim
-                )));
-            }
+            self.check_dim(vector.len())?;
             let key = u64::from(*chunk_id);
             if index.contains(key) {
                 index.remove(key).map_err(usearch_err)?;

@@ -182,6 +182,20 @@ impl HubLink {
     }
 }
 
+/// Waits at most `budget` for a hub call running on a blocking thread (the
+/// servers run ranking off their protocol threads); one that runs over or
+/// stops says so, and the caller answers from its local index.
+pub async fn within<T>(
+    budget: Duration,
+    task: tokio::task::JoinHandle<Result<T, String>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(budget, task).await {
+        Err(_) => Err(format!("no answer within {} ms", budget.as_millis())),
+        Ok(Err(_)) => Err("the hub call stopped".into()),
+        Ok(Ok(answer)) => answer,
+    }
+}
+
 /// Drops the connection and the overlay, and counts the hub down from now.
 fn fail(link: &mut Link, e: &HubError) -> String {
     let why = e.full();

@@ -937,7 +937,7 @@ fn name_words(query: &str) -> Vec<String> {
 
 /// A LIKE pattern for a glob: `*` any run, `?` one character, the rest
 /// literal.
-pub(super) fn like_pattern(glob: &str) -> String {
+fn like_pattern(glob: &str) -> String {
     let mut out = String::new();
     for c in glob.chars() {
         match c {

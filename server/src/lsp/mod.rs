@@ -916,11 +916,7 @@ async fn search_hub(
         })
     };
     let budget = Duration::from_millis(settings.hub_timeout_ms);
-    let results = match tokio::time::timeout(budget, task).await {
-        Err(_) => return Err(format!("no answer within {} ms", settings.hub_timeout_ms)),
-        Ok(Err(_)) => return Err("the hub search stopped".into()),
-        Ok(Ok(results)) => results?,
-    };
+    let results = crate::hub::within(budget, task).await?;
     let phrases: Vec<String> = crate::lexical::Query::parse(query)
         .phrases
         .into_iter()
@@ -1072,11 +1068,7 @@ async fn symbols_hub(
         })
     };
     let budget = Duration::from_millis(settings.hub_timeout_ms);
-    let found = match tokio::time::timeout(budget, task).await {
-        Err(_) => return Err(format!("no answer within {} ms", settings.hub_timeout_ms)),
-        Ok(Err(_)) => return Err("the hub lookup stopped".into()),
-        Ok(Ok(found)) => found?,
-    };
+    let found = crate::hub::within(budget, task).await?;
     Ok(found
         .into_iter()
         .filter_map(|h| {

@@ -217,43 +217,11 @@ impl QuarryMcp {
         query: &str,
         options: &SearchOptions,
     ) -> Result<CallToolResult, String> {
-        let task = {
-            let (hub, engine, query, options) = (
-                hub.clone(),
-                self.engine.clone(),
-                query.to_string(),
-                options.clone(),
-            );
-            let handle = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || {
-                // No watcher here: compare with the hub's commit afresh
-                // (vectors of unchanged chunks come from the cache).
-                hub.link.changed();
-                let index = engine.index();
-                let checkout = hub.repo.clone().map(|repo| crate::hub::Checkout {
-                    root: index.root().to_path_buf(),
-                    repo,
-                    buffers: Vec::new(),
-                    max_file_size: index.max_file_size(),
-                });
-                let dense = engine.tiers().transformer().cloned();
-                let dense = dense.filter(|e| e.unavailable_reason().is_none());
-                handle.block_on(hub.link.search(&crate::hub::Ask {
-                    urls: &hub.urls,
-                    scope: &hub.scope,
-                    checkout: checkout.as_ref(),
-                    query: &query,
-                    options: &options,
-                    dense: dense.as_deref(),
-                    retry: hub.retry,
-                }))
+        let results = self
+            .on_hub(hub, query, options.clone(), |link, ask, rt| {
+                rt.block_on(link.search(ask))
             })
-        };
-        let results = match tokio::time::timeout(hub.timeout, task).await {
-            Err(_) => return Err(format!("no answer within {} ms", hub.timeout.as_millis())),
-            Ok(Err(_)) => return Err("the hub search stopped".into()),
-            Ok(Ok(results)) => results?,
-        };
+            .await?;
         let mut out = String::new();
         if let Some(reason) = &results.reason {
             let _ = writeln!(out, "_{} search: {reason}_\n", results.mode);
@@ -299,7 +267,30 @@ impl QuarryMcp {
         name: &str,
         kind: Option<ChunkKind>,
     ) -> Result<Vec<crate::hub::HubSymbol>, String> {
-        let (hub, engine, name) = (hub.clone(), self.engine.clone(), name.to_string());
+        self.on_hub(hub, name, SearchOptions::default(), move |link, ask, rt| {
+            rt.block_on(link.symbols(ask, kind, 50))
+        })
+        .await
+    }
+
+    /// Runs `call` against the hub on a blocking thread, within the hub's
+    /// timeout: the workspace compared afresh with the hub's commit (no
+    /// watcher here; vectors of unchanged chunks come from the cache),
+    /// meaning embedded with the transformer when it is usable.
+    async fn on_hub<T: Send + 'static>(
+        &self,
+        hub: &Arc<HubSearch>,
+        query: &str,
+        options: SearchOptions,
+        call: impl FnOnce(
+                &crate::hub::HubLink,
+                &crate::hub::Ask<'_>,
+                &tokio::runtime::Handle,
+            ) -> Result<T, String>
+            + Send
+            + 'static,
+    ) -> Result<T, String> {
+        let (hub, engine, query) = (hub.clone(), self.engine.clone(), query.to_string());
         let timeout = hub.timeout;
         let handle = tokio::runtime::Handle::current();
         let task = tokio::task::spawn_blocking(move || {
@@ -313,26 +304,18 @@ impl QuarryMcp {
             });
             let dense = engine.tiers().transformer().cloned();
             let dense = dense.filter(|e| e.unavailable_reason().is_none());
-            let options = SearchOptions::default();
-            handle.block_on(hub.link.symbols(
-                &crate::hub::Ask {
-                    urls: &hub.urls,
-                    scope: &hub.scope,
-                    checkout: checkout.as_ref(),
-                    query: &name,
-                    options: &options,
-                    dense: dense.as_deref(),
-                    retry: hub.retry,
-                },
-                kind,
-                50,
-            ))
+            let ask = crate::hub::Ask {
+                urls: &hub.urls,
+                scope: &hub.scope,
+                checkout: checkout.as_ref(),
+                query: &query,
+                options: &options,
+                dense: dense.as_deref(),
+                retry: hub.retry,
+            };
+            call(&hub.link, &ask, &handle)
         });
-        match tokio::time::timeout(timeout, task).await {
-            Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
-            Ok(Err(_)) => Err("the hub lookup stopped".into()),
-            Ok(Ok(found)) => found,
-        }
+        crate::hub::within(timeout, task).await
     }
 
     /// A root-relative path inside the workspace, or why not.

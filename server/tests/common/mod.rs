@@ -22,6 +22,24 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// Runs git in the workspace's root with a fixed author (no user
+    /// configuration needed); its trimmed output.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.root())
+            .args(["-c", "user.email=q@example.com", "-c", "user.name=q"])
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// An empty workspace.
     pub fn empty() -> Workspace {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -59,37 +59,8 @@ impl Postgres {
             eprintln!("skipping hub test: PostgreSQL not installed (scripts/fetch-postgres.sh)");
             return None;
         };
-        let dir = tempfile::Builder::new()
-            .prefix("quarry-pg")
-            .tempdir()
-            .expect("tempdir");
-        let as_nobody = is_root();
-        let server = Postgres {
-            dir,
-            port: free_port(),
-            bin: home.join("bin"),
-            as_nobody,
-        };
-        if as_nobody {
-            std::fs::set_permissions(
-                server.dir.path(),
-                std::os::unix::fs::PermissionsExt::from_mode(0o777),
-            )
-            .expect("chmod");
-        }
-        server.run(
-            "initdb",
-            &[
-                "-D",
-                &server.data().to_string_lossy(),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-            ],
-        );
+        let server = Postgres::scratch("quarry-pg", home.join("bin"));
+        server.init(&["-E", "UTF8"]);
         server.start_again();
         Some(server)
     }
@@ -108,33 +79,11 @@ impl Postgres {
             eprintln!("skipping the TLS test: no system PostgreSQL with TLS");
             return None;
         };
-        let dir = tempfile::Builder::new()
-            .prefix("quarry-pg-tls")
-            .tempdir()
-            .expect("tempdir");
-        let server = Postgres {
-            dir,
-            port: free_port(),
-            bin,
-            as_nobody: is_root(),
-        };
+        let server = Postgres::scratch("quarry-pg-tls", bin);
         let dir = server.dir.path();
-        if server.as_nobody {
-            std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
-                .expect("chmod");
-        }
+        // (The system's build takes its locale's encoding.)
+        server.init(&[]);
         let data = server.data();
-        server.run(
-            "initdb",
-            &[
-                "-D",
-                &data.to_string_lossy(),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-            ],
-        );
         let (key, cert) = (dir.join("server.key"), dir.join("server.crt"));
         let out = Command::new("openssl")
             .args([
@@ -194,23 +143,7 @@ impl Postgres {
     /// A hot standby of `primary` (`pg_basebackup -R`, streaming), started
     /// on its own port.
     pub fn replica_of(primary: &Postgres) -> Postgres {
-        let dir = tempfile::Builder::new()
-            .prefix("quarry-pg-replica")
-            .tempdir()
-            .expect("tempdir");
-        let server = Postgres {
-            dir,
-            port: free_port(),
-            bin: primary.bin.clone(),
-            as_nobody: primary.as_nobody,
-        };
-        if server.as_nobody {
-            std::fs::set_permissions(
-                server.dir.path(),
-                std::os::unix::fs::PermissionsExt::from_mode(0o777),
-            )
-            .expect("chmod");
-        }
+        let server = Postgres::scratch("quarry-pg-replica", primary.bin.clone());
         server.run(
             "pg_basebackup",
             &[
@@ -249,6 +182,45 @@ impl Postgres {
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
+    }
+
+    /// A server yet to be made: a scratch folder (open to `nobody` when the
+    /// server runs as it) and a free port.
+    fn scratch(prefix: &str, bin: PathBuf) -> Postgres {
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .expect("tempdir");
+        let server = Postgres {
+            dir,
+            port: free_port(),
+            bin,
+            as_nobody: is_root(),
+        };
+        if server.as_nobody {
+            std::fs::set_permissions(
+                server.dir.path(),
+                std::os::unix::fs::PermissionsExt::from_mode(0o777),
+            )
+            .expect("chmod");
+        }
+        server
+    }
+
+    /// A new cluster in the data folder: superuser `postgres`, trusted on
+    /// loopback, `extra` options after.
+    fn init(&self, extra: &[&str]) {
+        let data = self.data();
+        let mut args = vec![
+            "-D",
+            data.to_str().expect("a UTF-8 path"),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+        ];
+        args.extend_from_slice(extra);
+        self.run("initdb", &args);
     }
 
     fn data(&self) -> PathBuf {

@@ -110,15 +110,20 @@ fn modes_of(lines: &str) -> Vec<String> {
         .collect()
 }
 
-/// Local and hub answers to every query, one JSON line each.
-fn both(ws: &Workspace, url: &str, extra: &[&str], hub_only: &[&str]) -> (String, String) {
+/// [`queries`] as a `--queries` file (one JSON string a line).
+fn queries_file(ws: &Workspace) -> String {
     let file = ws.dir.path().join("queries.jsonl");
     let text: String = queries()
         .iter()
         .map(|q| serde_json::to_string(q).expect("json") + "\n")
         .collect();
     std::fs::write(&file, text).expect("write queries");
-    let file = file.to_string_lossy().into_owned();
+    file.to_string_lossy().into_owned()
+}
+
+/// Local and hub answers to every query, one JSON line each.
+fn both(ws: &Workspace, url: &str, extra: &[&str], hub_only: &[&str]) -> (String, String) {
+    let file = queries_file(ws);
     let mut local = vec!["search", "--queries", &file, "--limit", "5"];
     local.extend_from_slice(extra);
     let mut hub = local.clone();
@@ -594,23 +599,6 @@ fn a_hub_that_is_down_leaves_search_to_the_local_index_and_push_fails_clearly() 
     assert!(!value["hits"].as_array().expect("hits").is_empty());
 }
 
-/// Runs git in the workspace (a fixed author, no user config needed).
-fn git(ws: &Workspace, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(ws.root())
-        .args(["-c", "user.email=q@example.com", "-c", "user.name=q"])
-        .args(args)
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// (path, name, local) of every hit of a hub search of `query` from the
 /// workspace, overlaid as `app` unless `extra` says otherwise.
 fn hub_hits(
@@ -651,10 +639,10 @@ fn the_overlay_shows_a_checkouts_own_changes_over_the_hubs_commit() {
     let Some(pg) = Postgres::start() else { return };
     let url = pg.url();
     let ws = Workspace::fixture();
-    git(&ws, &["init", "-q"]);
-    git(&ws, &["add", "."]);
-    git(&ws, &["commit", "-q", "-m", "base"]);
-    let head = git(&ws, &["rev-parse", "HEAD"]);
+    ws.git(&["init", "-q"]);
+    ws.git(&["add", "."]);
+    ws.git(&["commit", "-q", "-m", "base"]);
+    let head = ws.git(&["rev-parse", "HEAD"]);
     let pushed = push(&ws, &url, "app", &head, &["--lexical"]);
     assert_eq!(pushed["commit"], head.as_str());
     let has = |hits: &[(String, String, bool)], path: &str, name: &str| {
@@ -672,7 +660,7 @@ fn the_overlay_shows_a_checkouts_own_changes_over_the_hubs_commit() {
         "src/graph_store.rs",
         "/// Emptied.\npub struct GraphStore;\n",
     );
-    git(&ws, &["commit", "-q", "-am", "graph store emptied"]);
+    ws.git(&["commit", "-q", "-am", "graph store emptied"]);
     let retry = std::fs::read_to_string(ws.root().join("python/retry_policy.py")).expect("read");
     let start = retry
         .find("def fetch_manifest")
@@ -815,13 +803,7 @@ fn hub_batch(
     urls: &[String],
     extra: &[&str],
 ) -> Vec<Vec<(String, String, u64, String)>> {
-    let file = ws.dir.path().join("queries.jsonl");
-    let text: String = queries()
-        .iter()
-        .map(|q| serde_json::to_string(q).expect("json") + "\n")
-        .collect();
-    std::fs::write(&file, text).expect("write queries");
-    let file = file.to_string_lossy().into_owned();
+    let file = queries_file(ws);
     let mut args = vec!["search", "--queries", &file, "--limit", "8", "--no-overlay"];
     for url in urls {
         args.extend_from_slice(&["--hub", url]);

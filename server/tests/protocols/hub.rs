@@ -28,12 +28,6 @@ fn run(ws: &Workspace, program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn git(ws: &Workspace, args: &[&str]) -> String {
-    let mut all = vec!["-c", "user.email=q@example.com", "-c", "user.name=q"];
-    all.extend_from_slice(args);
-    run(ws, "git", &all)
-}
-
 /// (uri, symbol) of each hit.
 fn hits(result: &Value) -> Vec<(String, String)> {
     result["hits"]
@@ -52,15 +46,15 @@ fn hits(result: &Value) -> Vec<(String, String)> {
 /// The fixture as a git checkout at one commit, pushed to `pg` as `app`;
 /// returns the commit.
 fn pushed_checkout(ws: &Workspace, pg: &Postgres) -> String {
-    git(ws, &["init", "-q"]);
-    git(ws, &["add", "."]);
-    git(ws, &["commit", "-q", "-m", "base"]);
+    ws.git(&["init", "-q"]);
+    ws.git(&["add", "."]);
+    ws.git(&["commit", "-q", "-m", "base"]);
     run(
         ws,
         env!("CARGO_BIN_EXE_quarry"),
         &["push", "--hub", &pg.url(), "--repo", "app", "--lexical"],
     );
-    git(ws, &["rev-parse", "HEAD"])
+    ws.git(&["rev-parse", "HEAD"])
 }
 
 #[test]

@@ -703,10 +703,7 @@ fn run(cli: Cli) -> Result<()> {
             let answer = |query: &str| {
                 let mut results = engine.search(query, &options);
                 if let Some(down) = &hub_down {
-                    results.reason = Some(match results.reason.take() {
-                        Some(why) => format!("{down}; {why}"),
-                        None => down.clone(),
-                    });
+                    results.reason = Some(quarry::hub::local_reason(down, results.reason.take()));
                 }
                 results
             };

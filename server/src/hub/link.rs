@@ -196,6 +196,15 @@ pub async fn within<T>(
     }
 }
 
+/// The reason a local answer gives when the hub did not answer: why the
+/// hub did not (`down`), then the local search's own reason, if any.
+pub fn local_reason(down: &str, reason: Option<String>) -> String {
+    match reason {
+        Some(why) => format!("{down}; {why}"),
+        None => down.to_string(),
+    }
+}
+
 /// Drops the connection and the overlay, and counts the hub down from now.
 fn fail(link: &mut Link, e: &HubError) -> String {
     let why = e.full();

@@ -28,7 +28,7 @@ mod schema;
 mod symbols;
 mod tls;
 
-pub use link::{within, Ask, Checkout, HubLink};
+pub use link::{local_reason, within, Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
 pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};

@@ -190,7 +190,7 @@ pub async fn search(
                 .collect()
         })
         .collect();
-    let repo_at = |shard: usize, id: i32| repos.iter().position(|r| r.shard == shard && r.id == id);
+    let repo_at = |shard: usize, id: i32| repo_index(&repos, shard, id);
     let mut stats = CorpusStats::default();
     for repo in &repos {
         stats.n_docs += repo.n_docs.max(0) as u64;
@@ -524,7 +524,7 @@ pub(super) async fn fetch_files(
     ),
     HubError,
 > {
-    let repo_at = |shard: usize, id: i32| repos.iter().position(|r| r.shard == shard && r.id == id);
+    let repo_at = |shard: usize, id: i32| repo_index(repos, shard, id);
     let fetched = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
         let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files
             .iter()
@@ -878,6 +878,11 @@ fn bounded(query: &str) -> &str {
         end -= 1;
     }
     &query[..end]
+}
+
+/// Where shard `shard`'s repository `id` is in `repos`.
+pub(super) fn repo_index(repos: &[Repo], shard: usize, id: i32) -> Option<usize> {
+    repos.iter().position(|r| r.shard == shard && r.id == id)
 }
 
 /// One list's candidates from every shard in the order one server holding

@@ -10,7 +10,9 @@
 //! the hub offers exact and prefix).
 
 use super::overlay::Overlay;
-use super::query::{assemble, choose_repos, fetch_files, file_list, sort_found, Found, MAX_FILES};
+use super::query::{
+    assemble, choose_repos, fetch_files, file_list, repo_index, sort_found, Found, MAX_FILES,
+};
 use super::{sql, Hub, HubError, RepoScope};
 use crate::chunk::ChunkKind;
 use crate::lexical::CorpusStats;
@@ -88,9 +90,8 @@ pub async fn symbols(
     for shard in lists {
         let (shard, rows) = shard?;
         found.extend(rows.into_iter().filter_map(|r| {
-            let id: i32 = r.get(0);
             Some(Found {
-                repo: repos.iter().position(|x| x.shard == shard && x.id == id)?,
+                repo: repo_index(&repos, shard, r.get(0))?,
                 path: r.get(1),
                 start: r.get(2),
                 score: r.get(3),

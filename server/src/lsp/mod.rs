@@ -593,10 +593,7 @@ impl Backend {
                 .await
                 .map_err(|_| RpcError::internal_error())?;
         if let Some(down) = hub_down {
-            response.reason = Some(match response.reason.take() {
-                Some(why) => format!("{down}; {why}"),
-                None => down,
-            });
+            response.reason = Some(crate::hub::local_reason(&down, response.reason.take()));
         }
         Ok(response)
     }

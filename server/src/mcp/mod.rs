@@ -389,10 +389,7 @@ impl QuarryMcp {
             .tiers()
             .search(&snapshot, &args.query, &options, &mut text);
         if let Some(down) = &hub_down {
-            results.reason = Some(match results.reason.take() {
-                Some(why) => format!("{down}; {why}"),
-                None => down.clone(),
-            });
+            results.reason = Some(crate::hub::local_reason(down, results.reason.take()));
         }
         for hit in &mut results.hits {
             if let Some(file) = text.text(&hit.path) {

@@ -57,7 +57,7 @@ pub enum HubError {
         #[source]
         source: tokio_postgres::Error,
     },
-    #[error("hub schema is version {found}; this quarry reads version {expected} (push again with a matching quarry)")]
+    #[error("hub schema is version {found}; this quarry reads version {expected} (push into a new database, or drop the quarry_* tables and push again, with a matching quarry)")]
     Version { found: i32, expected: i32 },
     #[error("hub: {0}")]
     Invalid(String),
@@ -100,6 +100,10 @@ pub(crate) fn sql(context: &'static str) -> impl FnOnce(tokio_postgres::Error) -
 
 /// How long a connection attempt may take before the hub counts as down.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Candidates the vector index keeps per query: as many as the vector
+/// candidate list asks each shard for (`query::DENSE_DEPTH` twice).
+const HNSW_SEARCH: &str = "SET hnsw.ef_search = 100";
 
 /// A connection to a hub whose schema is current.
 pub struct Hub {
@@ -156,6 +160,12 @@ impl Hub {
             url: shown.clone(),
             source,
         })?;
+        // HNSW returns at most `ef_search` rows (40 by default): the vector
+        // list must reach the dense branch's depth.
+        client
+            .batch_execute(HNSW_SEARCH)
+            .await
+            .map_err(sql("setting the vector search's breadth"))?;
         Ok(Hub { client, url: shown })
     }
 
@@ -168,6 +178,18 @@ impl Hub {
     /// policy shows a repository's rows only to roles granted it.
     pub async fn grant(&self, repo: &str, role: &str) -> Result<(), HubError> {
         schema::grant(&self.client, repo, role).await
+    }
+
+    /// Vacuums and analyzes the hub's tables: what autovacuum does after a
+    /// bulk push, done at once. Term postings are read from their index
+    /// alone only on pages vacuum has marked all-visible.
+    pub async fn vacuum(&self) -> Result<(), HubError> {
+        self.client
+            .batch_execute(
+                "VACUUM (ANALYZE) quarry_repos, quarry_files, quarry_chunks, quarry_terms, quarry_df",
+            )
+            .await
+            .map_err(sql("vacuuming the hub"))
     }
 
     /// The hub database's size on disk, in bytes.

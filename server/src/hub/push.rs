@@ -13,7 +13,7 @@ use super::schema::DIM;
 use super::{sql, Hub, HubError};
 use crate::chunk::Language;
 use crate::dense::{chunk_text, ChunkText, DenseEngine};
-use crate::index::segment::{FileState, ParsedFile, Segment, SegmentBuilder};
+use crate::index::segment::{child_ranges, FileState, ParsedFile, Segment, SegmentBuilder};
 use crate::index::{safe_chunk, Index, Snapshot};
 use crate::lexical::{Bm25Config, CorpusStats, N_FIELDS};
 use bytes::Bytes;
@@ -236,7 +236,13 @@ pub async fn push(
             ],
         );
         let mut chunk_ids = Vec::with_capacity(file.chunks.len());
-        for (chunk, key) in file.chunks.iter().zip(file_keys) {
+        let holes = child_ranges(&file.chunks);
+        for ((chunk, key), holes) in file.chunks.iter().zip(file_keys).zip(&holes) {
+            let (lines_start, lines) = whole_lines(&file.text, chunk.byte_start, chunk.byte_end);
+            let holes: Vec<String> = holes
+                .iter()
+                .flat_map(|(a, b)| [a.to_string(), b.to_string()])
+                .collect();
             let id = *next_id
                 .next()
                 .ok_or_else(|| HubError::Invalid("too few chunk ids".into()))?;
@@ -260,6 +266,9 @@ pub async fn push(
                     Some(&chunk.name_column.to_string()),
                     Some(&chunk.signature),
                     Some(&chunk.doc),
+                    Some(&lines_start.to_string()),
+                    Some(lines),
+                    Some(&format!("{{{}}}", holes.join(","))),
                     vector.map(|_| format!("\\x{}", hex(key))).as_deref(),
                     vector.map(String::as_str),
                 ],
@@ -300,7 +309,7 @@ pub async fn push(
         &tx,
         "COPY quarry_chunks (id, repo_id, path, kind, name, qualified_name, container,
              byte_start, byte_end, start_line, end_line, name_line, name_column,
-             signature, doc, embed_key, embedding) FROM STDIN",
+             signature, doc, lines_start, lines, holes, embed_key, embedding) FROM STDIN",
         chunks_copy,
     )
     .await?;
@@ -568,6 +577,24 @@ fn row(out: &mut String, fields: &[Option<&str>]) {
     out.push('\n');
 }
 
+/// The lines a chunk spans, whole (from the start of the line where it
+/// starts to the end of the line where it ends), and the byte offset
+/// where they start: what a query ranks the chunk from.
+fn whole_lines(text: &str, start: u32, end: u32) -> (u32, &str) {
+    let (start, end) = (start as usize, end as usize);
+    let start = text
+        .get(..start)
+        .map_or(0, |before| before.rfind('\n').map_or(0, |i| i + 1));
+    let end = if end > start && text.as_bytes().get(end - 1) == Some(&b'\n') {
+        end
+    } else {
+        text.get(end..).map_or(text.len(), |after| {
+            after.find('\n').map_or(text.len(), |i| end + i)
+        })
+    };
+    (start as u32, text.get(start..end).unwrap_or(""))
+}
+
 /// Bytes of COPY data sent per message.
 const COPY_PIECE: usize = 4 << 20;
 
@@ -599,6 +626,19 @@ async fn copy_in(tx: &Transaction<'_>, statement: &str, data: String) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chunk_is_stored_with_its_whole_lines() {
+        let text = "mod a {\n    fn f() {}\n}\nfn g() {}";
+        let f = text.find("fn f").unwrap() as u32;
+        let (start, lines) = whole_lines(text, f, f + "fn f() {}".len() as u32);
+        assert_eq!((start, lines), (8, "    fn f() {}"));
+        // Ending with its line break, at the end of the text, the whole text.
+        assert_eq!(whole_lines(text, 0, 8), (0, "mod a {\n"));
+        let g = text.find("fn g").unwrap() as u32;
+        assert_eq!(whole_lines(text, g, text.len() as u32).1, "fn g() {}");
+        assert_eq!(whole_lines(text, 0, text.len() as u32).1, text);
+    }
 
     #[test]
     fn copy_rows_escape_what_copy_reads_as_syntax() {

@@ -17,7 +17,7 @@ use super::{sql, Hub, HubError};
 use crate::chunk::{Chunk, ChunkKind, Language};
 use crate::dense::vectors::VectorIndex;
 use crate::dense::DenseEngine;
-use crate::index::segment::{ParsedFile, SegmentBuilder};
+use crate::index::segment::{own_text, ParsedFile, SegmentBuilder};
 use crate::index::Snapshot;
 use crate::layout::Layout;
 use crate::lexical::{Bm25Config, CorpusStats, Query};
@@ -58,7 +58,9 @@ pub struct HubResults {
     pub no_match: bool,
     /// Repositories searched.
     pub repos: usize,
-    /// Files ranked (the candidates PostgreSQL chose, and the overlay's).
+    /// Chunks ranked of those PostgreSQL chose.
+    pub candidate_chunks: usize,
+    /// Files they come from, and the overlay's files ranked beside them.
     pub candidate_files: usize,
     /// Of those, files ranked from the workspace's own text.
     pub overlay_files: usize,
@@ -82,13 +84,16 @@ pub struct OverlayInfo {
 /// Chunks the lexical candidate query returns: twice the depth the local
 /// ranking reads per branch for its head (`search::HEAD_DEPTH`).
 const LEXICAL_DEPTH: i64 = 100;
-/// Chunks the vector candidate query returns.
+/// Chunks of the vector candidate list. Each shard returns twice as many,
+/// so that of chunks at an equal distance (the same code in two
+/// repositories) the list keeps the same ones however the repositories
+/// are spread over shards (`sort_found` decides, not the graph's order).
 const DENSE_DEPTH: i64 = 50;
 /// Chunks the name candidate query returns.
 const NAME_DEPTH: i64 = 50;
-/// Files rebuilt and ranked, taken from the three lists in turn: what
-/// rebuilding costs grows with it (most of a hub query's time).
-pub(super) const MAX_FILES: usize = 60;
+/// Candidate chunks ranked, taken from the three lists in turn (as many
+/// as they hold together).
+const MAX_CHUNKS: usize = (LEXICAL_DEPTH + DENSE_DEPTH + NAME_DEPTH) as usize;
 /// Weight of a stem variant's idf next to the word as typed, the most
 /// variants per word and how much longer than the stem one may be (as the
 /// local lexical branch picks and counts them).
@@ -122,9 +127,9 @@ pub(super) struct Repo {
     model: String,
 }
 
-/// A file of the hubs: (repository, path), the repository by its place
-/// in the list of repositories searched.
-pub(super) type FileKey = (usize, String);
+/// A chunk of the hubs: (repository, chunk id), the repository by its
+/// place in the list of repositories searched.
+pub(super) type ChunkKey = (usize, i64);
 
 /// One candidate chunk from one list of one shard, with what orders it in
 /// that list: `score` (higher first), then names, so the lists of several
@@ -135,6 +140,7 @@ pub(super) struct Found {
     pub(super) repo: usize,
     pub(super) path: String,
     pub(super) start: i32,
+    pub(super) id: i64,
 }
 
 /// Searches the repositories in `scope` the role may read on every hub in
@@ -162,6 +168,7 @@ pub async fn search(
         hits: Vec::new(),
         no_match: true,
         repos: 0,
+        candidate_chunks: 0,
         candidate_files: 0,
         overlay_files: 0,
         overlay: None,
@@ -311,7 +318,7 @@ pub async fn search(
                                      ORDER BY t.weight DESC LIMIT $6) t),
                           s AS (SELECT chunk_id, sum((w * weight / ($4 + weight))::float8) AS score
                                 FROM p GROUP BY chunk_id ORDER BY score DESC LIMIT $5::bigint * 2)
-                     SELECT c.repo_id, c.path, c.byte_start, s.score, ''::text
+                     SELECT c.repo_id, c.path, c.byte_start, s.score, ''::text, c.id
                      FROM s JOIN quarry_chunks c ON c.id = s.chunk_id
                      JOIN quarry_repos r ON r.id = c.repo_id
                      ORDER BY s.score DESC, r.name, c.path, c.byte_start LIMIT $5",
@@ -321,7 +328,7 @@ pub async fn search(
                 .map_err(sql("finding lexical candidates"))?;
                     let named = client
                         .query(
-                            "SELECT c.repo_id, c.path, c.byte_start, 0::float8, lower(c.name)
+                            "SELECT c.repo_id, c.path, c.byte_start, 0::float8, lower(c.name), c.id
                      FROM quarry_chunks c JOIN quarry_repos r ON r.id = c.repo_id
                      WHERE lower(c.name) = ANY($2) AND c.repo_id = ANY($1)
                      ORDER BY lower(c.name), r.name, c.path, c.byte_start LIMIT $3",
@@ -333,11 +340,11 @@ pub async fn search(
                         Some(vector) => client
                             .query(
                                 "SELECT repo_id, path, byte_start,
-                                -(embedding <=> ($2::text)::halfvec)::float8, ''::text
+                                -(embedding <=> ($2::text)::halfvec)::float8, ''::text, id
                          FROM quarry_chunks
                          WHERE repo_id = ANY($1) AND embedding IS NOT NULL
                          ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
-                                &[ids, vector, &DENSE_DEPTH],
+                                &[ids, vector, &(DENSE_DEPTH * 2)],
                             )
                             .await
                             .map_err(sql("finding vector candidates"))?,
@@ -359,12 +366,13 @@ pub async fn search(
                     start: r.get(2),
                     score: r.get(3),
                     name: r.get(4),
+                    id: r.get(5),
                 })
             }));
         }
     }
     let depths = [LEXICAL_DEPTH, NAME_DEPTH, DENSE_DEPTH];
-    let file_lists: Vec<Vec<FileKey>> = merged
+    let chunk_lists: Vec<Vec<ChunkKey>> = merged
         .into_iter()
         .zip(depths)
         .map(|(mut list, depth)| {
@@ -373,26 +381,33 @@ pub async fn search(
             let masked = |f: &Found| {
                 overlay.is_some_and(|o| repos[f.repo].name == o.repo && o.masks(&f.path))
             };
-            file_list(list.into_iter().filter(|f| !masked(f)))
+            list.into_iter()
+                .filter(|f| !masked(f))
+                .map(|f| (f.repo, f.id))
+                .collect()
         })
         .collect();
-    let files = interleave(&file_lists, MAX_FILES);
+    let keys = interleave(&chunk_lists, MAX_CHUNKS);
     let overlay_files: Vec<usize> = overlay
         .map(|o| local_candidates(o, &query, &names))
         .unwrap_or_default();
-    out.candidate_files = files.len() + overlay_files.len();
-    out.overlay_files = overlay_files.len();
-    if out.candidate_files == 0 {
+    if keys.is_empty() && overlay_files.is_empty() {
         out.reason = Some("no chunk in the hub holds the query's words or names".into());
         return Ok(out);
     }
 
-    let (texts, mut chunks) = fetch_files(hubs, &repos, &files, vectors_wanted).await?;
-    trace.mark("reading candidate files");
+    let candidates = fetch_chunks(hubs, &repos, &keys, vectors_wanted).await?;
+    trace.mark("reading candidate chunks");
+    let files: rustc_hash::FxHashSet<(usize, &str)> = candidates
+        .iter()
+        .map(|c| (c.repo, c.path.as_str()))
+        .collect();
+    out.candidate_chunks = candidates.len();
+    out.candidate_files = files.len() + overlay_files.len();
+    out.overlay_files = overlay_files.len();
     // Few vectors: a graph, as the local index holds them (the same
-    // scores to the last bit); many (a few huge files): searched flat,
-    // which costs milliseconds where building a graph cost most of a second.
-    let n_vectors: usize = chunks.values().flatten().filter(|c| c.1.is_some()).count()
+    // scores to the last bit); many (a large overlay): searched flat.
+    let n_vectors: usize = candidates.iter().filter(|c| c.vector.is_some()).count()
         + overlay.map_or(0, |o| {
             o.vectors.iter().flatten().filter(|v| v.is_some()).count()
         });
@@ -409,17 +424,16 @@ pub async fn search(
             .map(Arc::new),
         _ => None,
     };
+    let n_keys = keys.len();
     let Assembled {
         snapshot,
         mut text,
-        segment_repo,
+        chunk_repos,
         prefixed,
         ..
     } = assemble(
         &repos,
-        &files,
-        &texts,
-        &mut chunks,
+        candidates,
         overlay.map(|o| (o, overlay_files.as_slice())),
         stats,
         term_df,
@@ -429,7 +443,7 @@ pub async fn search(
     trace.mark("assembling the candidate snapshot");
     let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
     trace.mark("ranking");
-    trace.finish(query_text, files.len());
+    trace.finish(query_text, n_keys);
     out.mode = results.mode;
     let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
     out.reason = if usable && !same_model {
@@ -443,7 +457,7 @@ pub async fn search(
         .hits
         .into_iter()
         .filter_map(|mut hit| {
-            let &(_, _, r, local) = segment_repo
+            let &(_, _, r, local) = chunk_repos
                 .iter()
                 .find(|(first, end, _, _)| (*first..*end).contains(&hit.chunk_id))?;
             let repo = &repos[r];
@@ -510,110 +524,157 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
     Ok(repos)
 }
 
-/// The texts and chunks (with vectors) of `files`, each shard reading its
-/// own.
-pub(super) async fn fetch_files(
+/// A candidate chunk as the hub holds it: its record, its whole lines and
+/// its children's ranges (all a ranking reads of its file), and its vector
+/// when the dense branch reads one.
+pub(super) struct HubChunk {
+    pub(super) repo: usize,
+    pub(super) path: String,
+    pub(super) chunk: Chunk,
+    /// Byte offset in the file of the start of the chunk's first line.
+    pub(super) lines_start: u32,
+    /// The chunk's lines, whole.
+    pub(super) lines: String,
+    /// Its direct children's byte ranges, in order.
+    pub(super) holes: Vec<(u32, u32)>,
+    pub(super) vector: Option<Vec<f32>>,
+}
+
+/// The candidate chunks `keys` (repository, chunk id), each shard reading
+/// its own, in no particular order.
+pub(super) async fn fetch_chunks(
     hubs: &[Hub],
     repos: &[Repo],
-    files: &[FileKey],
+    keys: &[ChunkKey],
     with_vectors: bool,
-) -> Result<
-    (
-        FxHashMap<FileKey, (Language, String)>,
-        FxHashMap<FileKey, Vec<StoredChunk>>,
-    ),
-    HubError,
-> {
+) -> Result<Vec<HubChunk>, HubError> {
     let repo_at = |shard: usize, id: i32| repo_index(repos, shard, id);
     let fetched = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
-        let (file_repos, file_paths): (Vec<i32>, Vec<String>) = files
+        let ids: Vec<i64> = keys
             .iter()
             .filter(|(r, _)| repos[*r].shard == shard)
-            .map(|(r, p)| (repos[*r].id, p.clone()))
-            .unzip();
+            .map(|(_, id)| *id)
+            .collect();
         async move {
-            if file_repos.is_empty() {
-                return Ok::<_, HubError>((shard, Vec::new(), Vec::new()));
+            if ids.is_empty() {
+                return Ok::<_, HubError>((shard, Vec::new()));
             }
-            let texts = hub
+            let rows = hub
                 .client
                 .query(
-                    "SELECT f.repo_id, f.path, f.language, f.body FROM quarry_files f
-                     JOIN unnest($1::int[], $2::text[]) AS k (r, p)
-                         ON f.repo_id = k.r AND f.path = k.p",
-                    &[&file_repos, &file_paths],
-                )
-                .await
-                .map_err(sql("reading candidate files"))?;
-            let chunks = hub
-                .client
-                .query(
-                    "SELECT c.repo_id, c.path, c.kind, c.name, c.qualified_name, c.container,
-                            c.byte_start, c.byte_end, c.start_line, c.end_line, c.name_line,
-                            c.name_column, c.signature, c.doc,
-                            CASE WHEN $3 THEN c.embedding END
+                    "SELECT c.repo_id, c.path, f.language, c.kind, c.name, c.qualified_name,
+                            c.container, c.byte_start, c.byte_end, c.start_line, c.end_line,
+                            c.name_line, c.name_column, c.signature, c.doc,
+                            c.lines_start, c.lines, c.holes,
+                            CASE WHEN $2 THEN c.embedding END
                      FROM quarry_chunks c
-                     JOIN unnest($1::int[], $2::text[]) AS k (r, p)
-                         ON c.repo_id = k.r AND c.path = k.p",
-                    &[&file_repos, &file_paths, &with_vectors],
+                     JOIN quarry_files f ON f.repo_id = c.repo_id AND f.path = c.path
+                     WHERE c.id = ANY($1)",
+                    &[&ids, &with_vectors],
                 )
                 .await
                 .map_err(sql("reading candidate chunks"))?;
-            Ok((shard, texts, chunks))
+            Ok((shard, rows))
         }
     }))
     .await;
-    let mut texts: FxHashMap<FileKey, (Language, String)> = FxHashMap::default();
-    let mut chunks: FxHashMap<FileKey, Vec<StoredChunk>> = FxHashMap::default();
+    let mut out = Vec::new();
     for shard in fetched {
-        let (shard, text_rows, chunk_rows) = shard?;
-        for r in text_rows {
+        let (shard, rows) = shard?;
+        for r in rows {
             let Some(repo) = repo_at(shard, r.get(0)) else {
+                continue;
+            };
+            let Some(kind) = ChunkKind::from_name(r.get(3)) else {
                 continue;
             };
             let language = Language::from_name(r.get(2)).unwrap_or(Language::Text);
-            texts.insert((repo, r.get(1)), (language, r.get(3)));
-        }
-        for r in chunk_rows {
-            let Some(repo) = repo_at(shard, r.get(0)) else {
-                continue;
-            };
-            let key: FileKey = (repo, r.get(1));
-            let Some((language, _)) = texts.get(&key) else {
-                continue;
-            };
-            let Some(kind) = ChunkKind::from_name(r.get(2)) else {
-                continue;
-            };
-            let chunk = Chunk {
-                language: *language,
-                kind,
-                name: r.get(3),
-                qualified_name: r.get(4),
-                container: r.get(5),
-                byte_start: r.get::<_, i32>(6) as u32,
-                byte_end: r.get::<_, i32>(7) as u32,
-                start_line: r.get::<_, i32>(8) as u32,
-                end_line: r.get::<_, i32>(9) as u32,
-                name_line: r.get::<_, i32>(10) as u32,
-                name_column: r.get::<_, i32>(11) as u32,
-                signature: r.get(12),
-                doc: r.get(13),
-            };
-            let vector = r.get::<_, Option<HalfVec>>(14).map(|v| v.0);
-            chunks.entry(key).or_default().push((chunk, vector));
+            let at = |i: usize| r.get::<_, i32>(i).max(0) as u32;
+            let holes: Vec<i32> = r.get(17);
+            out.push(HubChunk {
+                repo,
+                path: r.get(1),
+                chunk: Chunk {
+                    language,
+                    kind,
+                    name: r.get(4),
+                    qualified_name: r.get(5),
+                    container: r.get(6),
+                    byte_start: at(7),
+                    byte_end: at(8),
+                    start_line: at(9),
+                    end_line: at(10),
+                    name_line: at(11),
+                    name_column: at(12),
+                    signature: r.get(13),
+                    doc: r.get(14),
+                },
+                lines_start: at(15),
+                lines: r.get(16),
+                holes: holes
+                    .chunks_exact(2)
+                    .map(|h| (h[0].max(0) as u32, h[1].max(0) as u32))
+                    .collect(),
+                vector: r.get::<_, Option<HalfVec>>(18).map(|v| v.0),
+            });
         }
     }
+    Ok(out)
+}
 
-    Ok((texts, chunks))
+/// A sparse copy of one file: each chunk's whole lines at their byte
+/// offsets and line numbers, blanks (spaces and line breaks) between.
+/// What a ranking reads of a file (a chunk's text, its lines for a snippet
+/// and a detail line) is the file's own; nothing else is there.
+fn sparse_file(chunks: &[&HubChunk]) -> String {
+    let mut pieces: Vec<(u32, u32, &str)> = chunks
+        .iter()
+        .map(|c| (c.lines_start, c.chunk.start_line.max(1), c.lines.as_str()))
+        .collect();
+    pieces.sort_by_key(|&(start, line, _)| (start, line));
+    let mut out = String::new();
+    let mut line = 1u32;
+    for (start, start_line, text) in pieces {
+        let cursor = out.len() as u32;
+        let body = if start < cursor {
+            // Nested in (or overlapping) a piece already placed: only what
+            // lies past it.
+            match text.get((cursor - start) as usize..) {
+                Some(rest) if !rest.is_empty() => rest,
+                _ => continue,
+            }
+        } else {
+            let gap = (start - cursor) as usize;
+            let breaks = start_line.saturating_sub(line) as usize;
+            if breaks > gap || (breaks == 0 && gap > 0 && cursor > 0) {
+                // Ranges that contradict each other: this piece is left out
+                // (its chunk is then resolved from a blank).
+                continue;
+            }
+            if cursor > 0 && breaks > 0 {
+                out.push('\n');
+                out.extend(std::iter::repeat_n(' ', gap - breaks));
+                out.extend(std::iter::repeat_n('\n', breaks - 1));
+            } else {
+                out.extend(std::iter::repeat_n(' ', gap - breaks));
+                out.extend(std::iter::repeat_n('\n', breaks));
+            }
+            line += breaks as u32;
+            text
+        };
+        line += body.matches('\n').count() as u32;
+        out.push_str(body);
+    }
+    out
 }
 
 /// The candidate snapshot and what maps its chunks back to repositories.
 pub(super) struct Assembled {
     pub(super) snapshot: Snapshot,
     pub(super) text: HubText,
-    /// (first chunk id, end, repository, from the overlay) per segment.
-    pub(super) segment_repo: Vec<(u32, u32, usize, bool)>,
+    /// (first chunk id, end, repository, from the overlay) per run of
+    /// chunk ids.
+    pub(super) chunk_repos: Vec<(u32, u32, usize, bool)>,
     /// Paths carry their repository's name (several repositories).
     pub(super) prefixed: bool,
     /// Each path as the snapshot shows it: its repository, and whether it
@@ -621,15 +682,13 @@ pub(super) struct Assembled {
     pub(super) paths: FxHashMap<String, (usize, bool)>,
 }
 
-/// Rebuilds the candidate files as segments, one per repository (and one
+/// Builds the candidate chunks into segments, one per repository (and one
 /// for its overlay files), with the repositories' corpus statistics and
-/// document frequencies (the overlay's words added).
-#[allow(clippy::too_many_arguments)]
+/// document frequencies (the overlay's words added). Each chunk is indexed
+/// from its own text without its children's, as the local index does.
 pub(super) fn assemble(
     repos: &[Repo],
-    files: &[FileKey],
-    texts: &FxHashMap<FileKey, (Language, String)>,
-    chunks: &mut FxHashMap<FileKey, Vec<StoredChunk>>,
+    mut candidates: Vec<HubChunk>,
     overlay: Option<(&Overlay, &[usize])>,
     mut stats: CorpusStats,
     mut term_df: FxHashMap<String, u64>,
@@ -643,48 +702,90 @@ pub(super) fn assemble(
             path.to_string()
         }
     };
+    // By repository, file and place: one order whatever shard held what.
+    candidates.sort_by(|a, b| {
+        (
+            a.repo,
+            &a.path,
+            a.chunk.byte_start,
+            std::cmp::Reverse(a.chunk.byte_end),
+        )
+            .cmp(&(
+                b.repo,
+                &b.path,
+                b.chunk.byte_start,
+                std::cmp::Reverse(b.chunk.byte_end),
+            ))
+    });
     let mut segments = Vec::new();
     // (first chunk id, end, repository, from the overlay)
-    let mut segment_repo: Vec<(u32, u32, usize, bool)> = Vec::new();
+    let mut chunk_repos: Vec<(u32, u32, usize, bool)> = Vec::new();
     let mut text = HubText::default();
     let mut paths = FxHashMap::default();
     let mut next_id = 0u32;
     let mut pending_vectors: Vec<(u32, Vec<f32>)> = Vec::new();
-    for (r, repo) in repos.iter().enumerate() {
-        let mut builder = SegmentBuilder::new();
+    // The hub's candidates in one segment (building one costs the same
+    // for few chunks as for many), a run of chunk ids per repository.
+    let mut builder = SegmentBuilder::new();
+    let mut rest = candidates.as_mut_slice();
+    while let Some(r) = rest.first().map(|c| c.repo) {
+        let repo = &repos[r];
         let first = next_id;
-        for (file_repo, path) in files {
-            if *file_repo != r {
+        while rest.first().is_some_and(|c| c.repo == r) {
+            let n = rest
+                .iter()
+                .take_while(|c| c.repo == r && c.path == rest[0].path)
+                .count();
+            let (file, tail) = std::mem::take(&mut rest).split_at_mut(n);
+            rest = tail;
+            let sparse = sparse_file(&file.iter().collect::<Vec<_>>());
+            let placed = |c: &HubChunk| {
+                let at = c.lines_start as usize;
+                sparse.get(at..at + c.lines.len()) == Some(c.lines.as_str())
+            };
+            let bodies: Vec<Vec<&str>> = file
+                .iter()
+                .filter(|c| placed(c))
+                .map(|c| own_text(&sparse, c.chunk.byte_start, c.chunk.byte_end, &c.holes))
+                .collect();
+            let mut file_chunks = Vec::with_capacity(bodies.len());
+            for c in file.iter_mut().filter(|c| placed(c)) {
+                if let Some(vector) = c.vector.take() {
+                    pending_vectors.push((next_id + file_chunks.len() as u32, vector));
+                }
+                file_chunks.push(c.chunk.clone());
+            }
+            if file_chunks.is_empty() {
                 continue;
             }
-            let key = (r, path.clone());
-            let (Some((language, body)), Some(mut file_chunks)) =
-                (texts.get(&key), chunks.remove(&key))
-            else {
-                continue;
-            };
-            file_chunks.sort_by(|a, b| {
-                a.0.byte_start
-                    .cmp(&b.0.byte_start)
-                    .then(b.0.byte_end.cmp(&a.0.byte_end))
-            });
-            let path = shown(repo, path);
-            add_file(
-                &mut builder,
-                &mut next_id,
-                &mut pending_vectors,
-                &path,
-                *language,
-                body,
-                file_chunks,
+            next_id += file_chunks.len() as u32;
+            let path = shown(repo, &file[0].path);
+            builder.add_file_with_bodies(
+                ParsedFile {
+                    path: &path,
+                    size: sparse.len() as u64,
+                    mtime_ns: 0,
+                    stamp: 0,
+                    // The hub's text is the indexed text: hits resolve
+                    // at the stored lines, never re-parsed.
+                    hash: *blake3::hash(sparse.as_bytes()).as_bytes(),
+                    language: file_chunks[0].language,
+                    text: &sparse,
+                    chunks: file_chunks,
+                },
+                bodies,
             );
             paths.insert(path.clone(), (r, false));
-            text.files.insert(path, body.clone());
+            text.files.insert(path, sparse);
         }
-        if builder.n_chunks() > 0 {
-            segments.push(Arc::new(builder.finish(segments.len() as u64, first)));
-            segment_repo.push((first, next_id, r, false));
+        if next_id > first {
+            chunk_repos.push((first, next_id, r, false));
         }
+    }
+    if builder.n_chunks() > 0 {
+        segments.push(Arc::new(builder.finish(0, 0)));
+    }
+    for (r, repo) in repos.iter().enumerate() {
         // The workspace's own files, as they are now.
         let Some((overlay, overlay_files)) = overlay.filter(|(o, _)| o.repo == repo.name) else {
             continue;
@@ -722,7 +823,7 @@ pub(super) fn assemble(
                     u64::from(segment.lexical.df(ordinal));
             });
             segments.push(Arc::new(segment));
-            segment_repo.push((first, next_id, r, true));
+            chunk_repos.push((first, next_id, r, true));
         }
     }
     if let Some(index) = &vectors {
@@ -754,7 +855,7 @@ pub(super) fn assemble(
     Ok(Assembled {
         snapshot,
         text,
-        segment_repo,
+        chunk_repos,
         prefixed,
         paths,
     })
@@ -786,7 +887,7 @@ impl Trace {
         }
     }
 
-    fn finish(&self, query: &str, files: usize) {
+    fn finish(&self, query: &str, chunks: usize) {
         if self.on {
             let stages: Vec<String> = self
                 .stages
@@ -794,14 +895,14 @@ impl Trace {
                 .map(|(stage, ms)| format!("{stage} {ms:.1} ms"))
                 .collect();
             eprintln!(
-                "quarry: hub {query:?} ({files} files): {}",
+                "quarry: hub {query:?} ({chunks} candidate chunks): {}",
                 stages.join(", ")
             );
         }
     }
 }
 
-/// Adds one candidate file to a segment, its chunks numbered from
+/// Adds one overlay file to a segment, its chunks numbered from
 /// `next_id` and their vectors set aside for the snapshot's vector index.
 fn add_file(
     builder: &mut SegmentBuilder,
@@ -812,6 +913,12 @@ fn add_file(
     body: &str,
     mut file_chunks: Vec<StoredChunk>,
 ) {
+    // In the builder's order, so that each vector keeps its chunk's id.
+    file_chunks.sort_by(|a, b| {
+        a.0.byte_start
+            .cmp(&b.0.byte_start)
+            .then(b.0.byte_end.cmp(&a.0.byte_end))
+    });
     for (i, (_, vector)) in file_chunks.iter_mut().enumerate() {
         if let Some(vector) = vector.take() {
             pending_vectors.push((*next_id + i as u32, vector));
@@ -823,7 +930,9 @@ fn add_file(
         size: body.len() as u64,
         mtime_ns: 0,
         stamp: 0,
-        hash: [0; 32],
+        // The text ranked is the text its chunks come from: hits resolve
+        // at their stored lines, never re-parsed.
+        hash: *blake3::hash(body.as_bytes()).as_bytes(),
         language,
         text: body,
         chunks: file_chunks.into_iter().map(|(c, _)| c).collect(),
@@ -899,18 +1008,9 @@ pub(super) fn sort_found(list: &mut [Found], repos: &[Repo]) {
     });
 }
 
-/// Distinct files in first-seen order.
-pub(super) fn file_list(found: impl Iterator<Item = Found>) -> Vec<FileKey> {
-    let mut seen = rustc_hash::FxHashSet::default();
-    found
-        .map(|f| (f.repo, f.path))
-        .filter(|key| seen.insert(key.clone()))
-        .collect()
-}
-
-/// The lists' files taken in turn (first of each, then second of each),
+/// The lists' entries taken in turn (first of each, then second of each),
 /// each once, at most `max`.
-fn interleave(lists: &[Vec<FileKey>], max: usize) -> Vec<FileKey> {
+fn interleave<T: Clone + Eq + std::hash::Hash>(lists: &[Vec<T>], max: usize) -> Vec<T> {
     let mut seen = rustc_hash::FxHashSet::default();
     let mut out = Vec::new();
     let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
@@ -1042,5 +1142,82 @@ mod tests {
     #[test]
     fn names_are_split_out_of_paths() {
         assert_eq!(name_words("GraphStore::lookup x"), ["graphstore", "lookup"]);
+    }
+
+    /// A candidate chunk of `text` (its range given by a needle) as the hub
+    /// stores it.
+    fn stored(text: &str, needle: &str, holes: Vec<(u32, u32)>) -> HubChunk {
+        let at = text.find(needle).unwrap();
+        let lines_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let end = at + needle.len();
+        let lines_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let line = text[..at].matches('\n').count() as u32 + 1;
+        HubChunk {
+            repo: 0,
+            path: "f.rs".into(),
+            chunk: Chunk {
+                language: Language::Rust,
+                kind: ChunkKind::Function,
+                name: "f".into(),
+                qualified_name: "f".into(),
+                container: None,
+                byte_start: at as u32,
+                byte_end: end as u32,
+                start_line: line,
+                end_line: line + needle.matches('\n').count() as u32,
+                name_line: line,
+                name_column: 0,
+                signature: String::new(),
+                doc: String::new(),
+            },
+            lines_start: lines_start as u32,
+            lines: text[lines_start..lines_end].to_string(),
+            holes,
+            vector: None,
+        }
+    }
+
+    #[test]
+    fn a_sparse_file_holds_its_chunks_at_their_bytes_and_lines() {
+        let text = "// head\n\nimpl A {\n    fn one() {\n        1\n    }\n}\n\n// gap\n\tfn two() {}\n// tail\n";
+        let one = stored(text, "fn one() {\n        1\n    }", Vec::new());
+        let outer = stored(
+            text,
+            "impl A {\n    fn one() {\n        1\n    }\n}",
+            Vec::new(),
+        );
+        let two = stored(text, "fn two() {}", Vec::new());
+        let sparse = sparse_file(&[&two, &one, &outer]);
+        for c in [&one, &outer, &two] {
+            let (a, b) = (c.chunk.byte_start as usize, c.chunk.byte_end as usize);
+            assert_eq!(&sparse[a..b], &text[a..b]);
+            let first = sparse.lines().nth(c.chunk.start_line as usize - 1).unwrap();
+            assert_eq!(
+                first,
+                text.lines().nth(c.chunk.start_line as usize - 1).unwrap()
+            );
+        }
+        assert!(!sparse.contains("head") && !sparse.contains("gap"));
+        assert_eq!(sparse.len(), text.find("\n// tail").unwrap());
+        // A range that contradicts the lines before it is left out.
+        let mut wrong = stored(text, "fn two() {}", Vec::new());
+        wrong.chunk.start_line = 99;
+        assert!(!sparse_file(&[&one, &wrong]).contains("two"));
+    }
+
+    #[test]
+    fn a_chunk_is_indexed_without_its_children() {
+        let text = "impl A {\n    fn one() {}\n}\n";
+        let kid = text.find("fn one() {}").unwrap() as u32;
+        let hole = (kid, kid + "fn one() {}".len() as u32);
+        let outer = stored(text, "impl A {\n    fn one() {}\n}", vec![hole]);
+        let sparse = sparse_file(&[&outer]);
+        let own = own_text(
+            &sparse,
+            outer.chunk.byte_start,
+            outer.chunk.byte_end,
+            &outer.holes,
+        );
+        assert_eq!(own.concat(), "impl A {\n    \n}");
     }
 }

@@ -8,7 +8,7 @@ use super::{quote_ident, sql, HubError};
 use tokio_postgres::Client;
 
 /// Bumped whenever a table, index or policy changes meaning.
-pub const VERSION: i32 = 1;
+pub const VERSION: i32 = 2;
 
 /// Dimensions of the hub's vectors: the transformer tier's
 /// (all-MiniLM-L6-v2).
@@ -64,12 +64,21 @@ CREATE TABLE IF NOT EXISTS quarry_chunks (
     name_column int NOT NULL,
     signature text NOT NULL,
     doc text NOT NULL,
+    -- The chunk's whole lines (from the start of its first line to the
+    -- end of its last), from byte lines_start of the file, and its direct
+    -- children's byte ranges (start, end pairs): a query ranks candidate
+    -- chunks from these alone, never reading whole files.
+    lines_start int NOT NULL,
+    lines text NOT NULL,
+    holes int[] NOT NULL,
     embed_key bytea,
     embedding halfvec(384),
     FOREIGN KEY (repo_id, path) REFERENCES quarry_files (repo_id, path) ON DELETE CASCADE
 );
 CREATE INDEX IF NOT EXISTS quarry_chunks_file ON quarry_chunks (repo_id, path);
-CREATE INDEX IF NOT EXISTS quarry_chunks_name ON quarry_chunks (lower(name), repo_id);
+-- Exact names and prefixes (`LIKE 'x%'`), whatever the collation.
+CREATE INDEX IF NOT EXISTS quarry_chunks_name
+    ON quarry_chunks (lower(name) text_pattern_ops, repo_id);
 CREATE INDEX IF NOT EXISTS quarry_chunks_key ON quarry_chunks (embed_key);
 CREATE INDEX IF NOT EXISTS quarry_chunks_embedding ON quarry_chunks
     USING hnsw (embedding halfvec_cosine_ops);
@@ -77,11 +86,13 @@ CREATE TABLE IF NOT EXISTS quarry_terms (
     term text COLLATE "C" NOT NULL,
     repo_id int NOT NULL,
     chunk_id bigint NOT NULL REFERENCES quarry_chunks (id) ON DELETE CASCADE,
-    weight real NOT NULL,
-    PRIMARY KEY (term, repo_id, chunk_id)
+    weight real NOT NULL
 );
 CREATE INDEX IF NOT EXISTS quarry_terms_chunk ON quarry_terms (chunk_id);
-CREATE INDEX IF NOT EXISTS quarry_terms_weight ON quarry_terms (term, weight DESC);
+-- A term's heaviest postings, read from the index alone (once vacuum has
+-- marked the pages all-visible): no heap visit per posting.
+CREATE INDEX IF NOT EXISTS quarry_terms_lookup ON quarry_terms (term, weight DESC)
+    INCLUDE (repo_id, chunk_id);
 CREATE TABLE IF NOT EXISTS quarry_df (
     term text COLLATE "C" NOT NULL,
     repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,

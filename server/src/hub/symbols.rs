@@ -10,9 +10,7 @@
 //! the hub offers exact and prefix).
 
 use super::overlay::Overlay;
-use super::query::{
-    assemble, choose_repos, fetch_files, file_list, repo_index, sort_found, Found, MAX_FILES,
-};
+use super::query::{assemble, choose_repos, fetch_chunks, repo_index, sort_found, Found};
 use super::{sql, Hub, HubError, RepoScope};
 use crate::chunk::ChunkKind;
 use crate::lexical::CorpusStats;
@@ -74,7 +72,7 @@ pub async fn symbols(
                     "SELECT c.repo_id, c.path, c.byte_start,
                             ((CASE WHEN lower(c.name) = $3 THEN 1000 ELSE 0 END)
                                 - length(c.name))::float8,
-                            lower(c.name)
+                            lower(c.name), c.id
                      FROM quarry_chunks c JOIN quarry_repos r ON r.id = c.repo_id
                      WHERE c.repo_id = ANY($1) AND lower(c.name) LIKE $2
                      ORDER BY 4 DESC, 5, r.name, c.path, c.byte_start LIMIT $4",
@@ -96,6 +94,7 @@ pub async fn symbols(
                 start: r.get(2),
                 score: r.get(3),
                 name: r.get(4),
+                id: r.get(5),
             })
         }));
     }
@@ -103,8 +102,11 @@ pub async fn symbols(
     found.truncate(SYMBOL_DEPTH as usize);
     let masked =
         |f: &Found| overlay.is_some_and(|o| repos[f.repo].name == o.repo && o.masks(&f.path));
-    let mut files = file_list(found.into_iter().filter(|f| !masked(f)));
-    files.truncate(MAX_FILES);
+    let keys: Vec<(usize, i64)> = found
+        .into_iter()
+        .filter(|f| !masked(f))
+        .map(|f| (f.repo, f.id))
+        .collect();
     let local: Vec<usize> = overlay.map_or_else(Vec::new, |o| {
         (0..o.files.len())
             .filter(|&f| {
@@ -115,15 +117,13 @@ pub async fn symbols(
             })
             .collect()
     });
-    if files.is_empty() && local.is_empty() {
+    if keys.is_empty() && local.is_empty() {
         return Ok(Vec::new());
     }
-    let (texts, mut chunks) = fetch_files(hubs, &repos, &files, false).await?;
+    let candidates = fetch_chunks(hubs, &repos, &keys, false).await?;
     let assembled = assemble(
         &repos,
-        &files,
-        &texts,
-        &mut chunks,
+        candidates,
         overlay.map(|o| (o, local.as_slice())),
         CorpusStats::default(),
         FxHashMap::default(),

@@ -440,16 +440,26 @@ impl SegmentBuilder {
     }
 
     /// Adds a parsed file: its row, its chunks and their postings.
-    pub fn add_file(&mut self, file: ParsedFile<'_>) {
-        let path_idx = self.paths.len() as u32;
-        self.paths.push(Box::from(file.path));
-        let mut chunks = file.chunks;
+    pub fn add_file(&mut self, mut file: ParsedFile<'_>) {
+        let mut chunks = std::mem::take(&mut file.chunks);
         chunks.sort_by(|a, b| {
             a.byte_start
                 .cmp(&b.byte_start)
                 .then(b.byte_end.cmp(&a.byte_end))
         });
         let bodies = bodies_without_children(file.text, &chunks);
+        file.chunks = chunks;
+        self.add_file_with_bodies(file, bodies);
+    }
+
+    /// [`SegmentBuilder::add_file`] for some of a file's chunks, whose
+    /// bodies without their children (`own_text`) the caller knows: the
+    /// hub's candidate chunks, whose children may not be among them.
+    /// `bodies[i]` is `file.chunks[i]`'s.
+    pub fn add_file_with_bodies(&mut self, file: ParsedFile<'_>, bodies: Vec<Vec<&str>>) {
+        let path_idx = self.paths.len() as u32;
+        self.paths.push(Box::from(file.path));
+        let chunks = file.chunks;
         let mut chunk_ids = Vec::with_capacity(chunks.len());
         for (chunk, body) in chunks.into_iter().zip(bodies) {
             let local = self.chunks.len() as u32;
@@ -539,10 +549,20 @@ pub(crate) fn build_symbols(chunks: &[ChunkRecord]) -> SymbolTable {
 /// class or impl block is not a second hit for every method it contains.
 /// `chunks` must be sorted by (start ascending, end descending).
 fn bodies_without_children<'t>(text: &'t str, chunks: &[Chunk]) -> Vec<Vec<&'t str>> {
-    let slice =
-        |start: u32, end: u32| -> &'t str { text.get(start as usize..end as usize).unwrap_or("") };
+    chunks
+        .iter()
+        .zip(child_ranges(chunks))
+        .map(|(chunk, holes)| own_text(text, chunk.byte_start, chunk.byte_end, &holes))
+        .collect()
+}
+
+/// The byte ranges of each chunk's direct children (the chunks nested in
+/// it and in no other chunk nested in it), in order. `chunks` must be
+/// sorted by (start ascending, end descending); of two chunks with the
+/// same range, the first holds the second.
+pub fn child_ranges(chunks: &[Chunk]) -> Vec<Vec<(u32, u32)>> {
     // Direct children of each chunk, found with a stack of open ranges.
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); chunks.len()];
+    let mut children: Vec<Vec<(u32, u32)>> = vec![Vec::new(); chunks.len()];
     let mut stack: Vec<usize> = Vec::new();
     for (i, chunk) in chunks.iter().enumerate() {
         while let Some(&top) = stack.last() {
@@ -553,29 +573,29 @@ fn bodies_without_children<'t>(text: &'t str, chunks: &[Chunk]) -> Vec<Vec<&'t s
             stack.pop();
         }
         if let Some(&parent) = stack.last() {
-            children[parent].push(i);
+            children[parent].push((chunk.byte_start, chunk.byte_end));
         }
         stack.push(i);
     }
-    chunks
-        .iter()
-        .zip(children)
-        .map(|(chunk, kids)| {
-            let mut pieces = Vec::with_capacity(kids.len() + 1);
-            let mut cursor = chunk.byte_start;
-            for kid in kids {
-                let kid = &chunks[kid];
-                if kid.byte_start > cursor {
-                    pieces.push(slice(cursor, kid.byte_start));
-                }
-                cursor = cursor.max(kid.byte_end);
-            }
-            if chunk.byte_end > cursor {
-                pieces.push(slice(cursor, chunk.byte_end));
-            }
-            pieces
-        })
-        .collect()
+    children
+}
+
+/// The text of `text[start..end]` without the `holes` (its children's
+/// ranges, in order): what the lexical index reads as a chunk's body.
+pub fn own_text<'t>(text: &'t str, start: u32, end: u32, holes: &[(u32, u32)]) -> Vec<&'t str> {
+    let slice = |a: u32, b: u32| -> &'t str { text.get(a as usize..b as usize).unwrap_or("") };
+    let mut pieces = Vec::with_capacity(holes.len() + 1);
+    let mut cursor = start;
+    for &(hole_start, hole_end) in holes {
+        if hole_start > cursor {
+            pieces.push(slice(cursor, hole_start));
+        }
+        cursor = cursor.max(hole_end);
+    }
+    if end > cursor {
+        pieces.push(slice(cursor, end));
+    }
+    pieces
 }
 
 /// Joins the live content of `segments` (oldest first) into one segment.

@@ -10,7 +10,10 @@
 //! answers from its local index with the reason this returns), or show a
 //! password (hub errors carry redacted URLs).
 
-use super::{search, symbols, Hub, HubError, HubResults, HubSymbol, Overlay, RepoScope};
+use super::{
+    file, search, symbols, usages, Hub, HubError, HubFile, HubResults, HubSymbol, Overlay,
+    RepoScope, Usage,
+};
 use crate::chunk::ChunkKind;
 use crate::dense::DenseEngine;
 use crate::search::SearchOptions;
@@ -96,6 +99,26 @@ impl HubLink {
     ) -> Result<Vec<HubSymbol>, String> {
         let (hubs, overlay) = self.prepare(ask).await?;
         let answer = symbols(&hubs, ask.scope, ask.query, kind, limit, overlay.as_deref()).await;
+        self.settle(answer).await
+    }
+
+    /// The usages of identifier `ask.query` (see [`usages`]), as
+    /// [`search`](Self::search) answers or fails.
+    pub async fn usages(&self, ask: &Ask<'_>, limit: usize) -> Result<Vec<Usage>, String> {
+        let (hubs, overlay) = self.prepare(ask).await?;
+        let answer = usages(&hubs, ask.scope, ask.query, limit, overlay.as_deref()).await;
+        self.settle(answer).await
+    }
+
+    /// File `path` of repository `repo` as the hub holds it (see [`file`]).
+    pub async fn file(
+        &self,
+        ask: &Ask<'_>,
+        repo: &str,
+        path: &str,
+    ) -> Result<Option<HubFile>, String> {
+        let (hubs, _) = self.prepare(ask).await?;
+        let answer = file(&hubs, repo, path).await;
         self.settle(answer).await
     }
 

@@ -24,6 +24,7 @@ mod link;
 mod overlay;
 mod push;
 mod query;
+mod read;
 mod schema;
 mod symbols;
 mod tls;
@@ -32,6 +33,7 @@ pub use link::{local_reason, within, Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
 pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};
+pub use read::{file, usages, HubFile, Usage};
 pub use symbols::{symbols, HubSymbol};
 
 use std::time::Duration;

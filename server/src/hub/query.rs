@@ -529,6 +529,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
 /// when the dense branch reads one.
 pub(super) struct HubChunk {
     pub(super) repo: usize,
+    pub(super) id: i64,
     pub(super) path: String,
     pub(super) chunk: Chunk,
     /// Byte offset in the file of the start of the chunk's first line.
@@ -566,7 +567,7 @@ pub(super) async fn fetch_chunks(
                             c.container, c.byte_start, c.byte_end, c.start_line, c.end_line,
                             c.name_line, c.name_column, c.signature, c.doc,
                             c.lines_start, c.lines, c.holes,
-                            CASE WHEN $2 THEN c.embedding END
+                            CASE WHEN $2 THEN c.embedding END, c.id
                      FROM quarry_chunks c
                      JOIN quarry_files f ON f.repo_id = c.repo_id AND f.path = c.path
                      WHERE c.id = ANY($1)",
@@ -593,6 +594,7 @@ pub(super) async fn fetch_chunks(
             let holes: Vec<i32> = r.get(17);
             out.push(HubChunk {
                 repo,
+                id: r.get(19),
                 path: r.get(1),
                 chunk: Chunk {
                     language,
@@ -1154,6 +1156,7 @@ mod tests {
         let line = text[..at].matches('\n').count() as u32 + 1;
         HubChunk {
             repo: 0,
+            id: 1,
             path: "f.rs".into(),
             chunk: Chunk {
                 language: Language::Rust,

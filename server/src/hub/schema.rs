@@ -97,7 +97,10 @@ CREATE TABLE IF NOT EXISTS quarry_df (
     term text COLLATE "C" NOT NULL,
     repo_id int NOT NULL REFERENCES quarry_repos (id) ON DELETE CASCADE,
     df int NOT NULL,
-    PRIMARY KEY (term, repo_id)
+    -- Read from the index alone (`df` included): a query sums a term's
+    -- counts over hundreds of repositories, whose rows lie on as many
+    -- heap pages.
+    PRIMARY KEY (term, repo_id) INCLUDE (df)
 );
 -- A role sees a repository's rows only when granted it: its own grants
 -- (quarry_grants' policy), and through them every table's rows (the

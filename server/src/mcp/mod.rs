@@ -112,8 +112,11 @@ pub struct FindUsagesArgs {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct GetCodeContextArgs {
-    /// A path relative to the workspace root.
+    /// A path relative to the workspace root (or to `repo`'s root).
     pub path: String,
+    /// With a hub: the repository a hit came from, when it is not this
+    /// workspace's (its file is read from the hub, at the hub's commit).
+    pub repo: Option<String>,
     /// A definition in that file (name or qualified name).
     pub symbol: Option<String>,
     /// First line (1-based) when no symbol is given.
@@ -218,7 +221,7 @@ impl QuarryMcp {
         options: &SearchOptions,
     ) -> Result<CallToolResult, String> {
         let results = self
-            .on_hub(hub, query, options.clone(), |link, ask, rt| {
+            .on_hub(hub, query, options.clone(), true, |link, ask, rt| {
                 rt.block_on(link.search(ask))
             })
             .await?;
@@ -267,9 +270,50 @@ impl QuarryMcp {
         name: &str,
         kind: Option<ChunkKind>,
     ) -> Result<Vec<crate::hub::HubSymbol>, String> {
-        self.on_hub(hub, name, SearchOptions::default(), move |link, ask, rt| {
-            rt.block_on(link.symbols(ask, kind, 50))
-        })
+        self.on_hub(
+            hub,
+            name,
+            SearchOptions::default(),
+            true,
+            move |link, ask, rt| rt.block_on(link.symbols(ask, kind, 50)),
+        )
+        .await
+    }
+
+    /// `find_usages` over the hub, the workspace's changes overlaid; or why
+    /// the hub did not answer.
+    async fn usages_hub(
+        &self,
+        hub: &Arc<HubSearch>,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<crate::hub::Usage>, String> {
+        self.on_hub(
+            hub,
+            name,
+            SearchOptions::default(),
+            true,
+            move |link, ask, rt| rt.block_on(link.usages(ask, limit)),
+        )
+        .await
+    }
+
+    /// A file of another repository of the hub (no overlay: the workspace's
+    /// own repository is read from disk).
+    async fn file_hub(
+        &self,
+        hub: &Arc<HubSearch>,
+        repo: &str,
+        path: &str,
+    ) -> Result<Option<crate::hub::HubFile>, String> {
+        let (repo, path) = (repo.to_string(), path.to_string());
+        self.on_hub(
+            hub,
+            "",
+            SearchOptions::default(),
+            false,
+            move |link, ask, rt| rt.block_on(link.file(ask, &repo, &path)),
+        )
         .await
     }
 
@@ -282,6 +326,7 @@ impl QuarryMcp {
         hub: &Arc<HubSearch>,
         query: &str,
         options: SearchOptions,
+        overlaid: bool,
         call: impl FnOnce(
                 &crate::hub::HubLink,
                 &crate::hub::Ask<'_>,
@@ -296,12 +341,16 @@ impl QuarryMcp {
         let task = tokio::task::spawn_blocking(move || {
             hub.link.changed();
             let index = engine.index();
-            let checkout = hub.repo.clone().map(|repo| crate::hub::Checkout {
-                root: index.root().to_path_buf(),
-                repo,
-                buffers: Vec::new(),
-                max_file_size: index.max_file_size(),
-            });
+            let checkout = hub
+                .repo
+                .clone()
+                .filter(|_| overlaid)
+                .map(|repo| crate::hub::Checkout {
+                    root: index.root().to_path_buf(),
+                    repo,
+                    buffers: Vec::new(),
+                    max_file_size: index.max_file_size(),
+                });
             let dense = engine.tiers().transformer().cloned();
             let dense = dense.filter(|e| e.unavailable_reason().is_none());
             let ask = crate::hub::Ask {
@@ -539,6 +588,13 @@ impl QuarryMcp {
         }
         self.refresh().await;
         let limit = args.limit.unwrap_or(30).clamp(1, 200);
+        let mut hub_down = None;
+        if let Some(hub) = &self.hub {
+            match self.usages_hub(hub, &name, limit).await {
+                Ok(found) => return Ok(hub_usages(&name, found)),
+                Err(why) => hub_down = Some(format!("hub: {why}; answered from the local index")),
+            }
+        }
         let options = SearchOptions {
             limit: limit * 2,
             per_file_cap: 0,
@@ -596,12 +652,19 @@ impl QuarryMcp {
             }
         }
         if groups.is_empty() {
+            let mut value = json!({ "symbol": name, "files": [] });
+            if let Some(down) = hub_down {
+                value["reason"] = json!(down);
+            }
             return Ok(with_structure(
                 format!("No usages of `{name}` outside its definition."),
-                json!({ "files": [] }),
+                value,
             ));
         }
         let mut out = String::new();
+        if let Some(down) = &hub_down {
+            let _ = writeln!(out, "_{down}_\n");
+        }
         for (path, entries) in &groups {
             let _ = writeln!(out, "{path}");
             for e in entries {
@@ -620,10 +683,11 @@ impl QuarryMcp {
             .into_iter()
             .map(|(path, usages)| json!({"path": path, "usages": usages}))
             .collect();
-        Ok(with_structure(
-            out,
-            json!({ "symbol": name, "files": files }),
-        ))
+        let mut value = json!({ "symbol": name, "files": files });
+        if let Some(down) = hub_down {
+            value["reason"] = json!(down);
+        }
+        Ok(with_structure(out, value))
     }
 
     #[tool(
@@ -700,17 +764,40 @@ impl QuarryMcp {
         &self,
         Parameters(args): Parameters<GetCodeContextArgs>,
     ) -> Result<CallToolResult, McpError> {
-        let (abs, rel) = match self.resolve(&args.path) {
-            Ok(found) => found,
-            Err(e) => return tool_error(e),
-        };
-        let text = match crate::confine::read_text(
-            self.engine.index().root(),
-            &abs,
-            self.engine.index().max_file_size(),
-        ) {
-            Ok(text) => text,
-            Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
+        let own = self.hub.as_ref().and_then(|h| h.repo.as_deref());
+        let other_repo = args.repo.as_deref().filter(|r| Some(*r) != own);
+        let (text, rel, from) = match (other_repo, &self.hub) {
+            (Some(repo), Some(hub)) => {
+                let path = args.path.trim_start_matches("./");
+                match self.file_hub(hub, repo, path).await {
+                    Ok(Some(file)) => (file.text, file.path, Some((file.repo, file.commit))),
+                    Ok(None) => {
+                        return tool_error(format!(
+                            "no file {path:?} in repository {repo:?} of the hub (or this role may not read it)"
+                        ))
+                    }
+                    Err(why) => return tool_error(format!("hub: {why}")),
+                }
+            }
+            (Some(repo), None) => {
+                return tool_error(format!(
+                    "repository {repo:?} is not this workspace, and this server has no hub (`quarry mcp --hub URL`)"
+                ))
+            }
+            (None, _) => {
+                let (abs, rel) = match self.resolve(&args.path) {
+                    Ok(found) => found,
+                    Err(e) => return tool_error(e),
+                };
+                match crate::confine::read_text(
+                    self.engine.index().root(),
+                    &abs,
+                    self.engine.index().max_file_size(),
+                ) {
+                    Ok(text) => (text, rel, None),
+                    Err(e) => return tool_error(format!("cannot read {rel}: {e}")),
+                }
+            }
         };
         let total = text.lines().count().max(1);
         let (start, end, symbol) = match &args.symbol {
@@ -780,13 +867,20 @@ impl QuarryMcp {
                 shown_end + 1
             );
         }
-        Ok(with_structure(
-            out,
-            json!({
-                "path": rel, "symbol": symbol, "start_line": start, "end_line": shown_end,
-                "truncated": truncated, "text": body,
-            }),
-        ))
+        let mut value = json!({
+            "path": rel, "symbol": symbol, "start_line": start, "end_line": shown_end,
+            "truncated": truncated, "text": body,
+        });
+        if let Some((repo, commit)) = from {
+            out = format!(
+                "{repo} at {}: {out}",
+                commit.chars().take(12).collect::<String>()
+            );
+            value["repo"] = json!(repo);
+            value["commit"] = json!(commit);
+            value["source"] = json!("hub");
+        }
+        Ok(with_structure(out, value))
     }
 }
 
@@ -868,6 +962,8 @@ const FIND_USAGES_OUTPUT: &str = r#"{
   "required": ["symbol", "files"],
   "properties": {
     "symbol": {"type": "string"},
+    "source": {"type": "string", "enum": ["hub"]},
+    "reason": {"type": "string"},
     "files": {
       "type": "array",
       "items": {
@@ -875,6 +971,9 @@ const FIND_USAGES_OUTPUT: &str = r#"{
         "required": ["path", "usages"],
         "properties": {
           "path": {"type": "string"},
+          "repo": {"type": "string"},
+          "commit": {"type": "string"},
+          "local": {"type": "boolean"},
           "usages": {"type": "array", "items": {"type": "object"}}
         }
       }
@@ -891,7 +990,10 @@ const GET_CODE_CONTEXT_OUTPUT: &str = r#"{
     "start_line": {"type": "integer"},
     "end_line": {"type": "integer"},
     "truncated": {"type": "boolean"},
-    "text": {"type": "string"}
+    "text": {"type": "string"},
+    "repo": {"type": "string"},
+    "commit": {"type": "string"},
+    "source": {"type": "string", "enum": ["hub"]}
   }
 }"#;
 
@@ -910,6 +1012,62 @@ const INDEX_STATUS_OUTPUT: &str = r#"{
     "model_error": {"type": ["string", "null"]}
   }
 }"#;
+
+/// `find_usages`' answer from the hub's usages: grouped by repository and
+/// file, each with its definition and lines.
+fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
+    if found.is_empty() {
+        return with_structure(
+            format!("No usages of `{name}` outside its definition in the hub."),
+            json!({ "symbol": name, "files": [], "source": "hub" }),
+        );
+    }
+    // (repository, path, commit, from the working tree) -> usages
+    type File = (String, String, String, bool);
+    let mut groups: Vec<(File, Vec<Value>)> = Vec::new();
+    for u in found {
+        let key = (u.repo, u.path, u.commit, u.local);
+        let entry = json!({
+            "symbol": u.symbol,
+            "kind": u.kind,
+            "lines": u.lines.iter().map(|(n, l)| json!({"line": n, "text": l})).collect::<Vec<_>>(),
+        });
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, entries)) => entries.push(entry),
+            None => groups.push((key, vec![entry])),
+        }
+    }
+    let mut out = String::new();
+    for ((repo, path, commit, local), entries) in &groups {
+        let at = if *local {
+            "working tree".to_string()
+        } else {
+            commit.chars().take(12).collect()
+        };
+        let _ = writeln!(out, "{repo}:{path} ({at})");
+        for e in entries {
+            let _ = writeln!(out, "  in `{}`:", e["symbol"].as_str().unwrap_or(""));
+            for l in e["lines"].as_array().into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "    {}: {}",
+                    l["line"],
+                    l["text"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    let files: Vec<Value> = groups
+        .into_iter()
+        .map(|((repo, path, commit, local), usages)| {
+            json!({"repo": repo, "commit": commit, "local": local, "path": path, "usages": usages})
+        })
+        .collect();
+    with_structure(
+        out,
+        json!({ "symbol": name, "files": files, "source": "hub" }),
+    )
+}
 
 /// Whether `line` holds `word` as a whole identifier.
 fn has_word(line: &str, word: &str) -> bool {

@@ -233,3 +233,118 @@ fn an_agent_searches_the_hub_with_its_checkouts_changes() {
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
 }
+
+#[test]
+fn an_agent_reads_usages_and_files_only_of_repositories_it_was_granted() {
+    let Some(pg) = Postgres::start() else { return };
+    let ws = Workspace::fixture();
+    pushed_checkout(&ws, &pg);
+    let helpers = "def shared_probe_helper():\n    return 1\n\n\ndef caller_one():\n    return shared_probe_helper() + 1\n";
+    for repo in ["team-a/lib", "team-b/secret"] {
+        let other = Workspace::fixture();
+        other.write("python/shared_helpers.py", helpers);
+        run(
+            &other,
+            env!("CARGO_BIN_EXE_quarry"),
+            &["push", "--hub", &pg.url(), "--repo", repo, "--lexical"],
+        );
+    }
+    pg.sql("CREATE ROLE agent LOGIN");
+    for repo in ["app", "team-a/lib"] {
+        run(
+            &ws,
+            env!("CARGO_BIN_EXE_quarry"),
+            &[
+                "grant",
+                "--hub",
+                &pg.url(),
+                "--repo",
+                repo,
+                "--role",
+                "agent",
+            ],
+        );
+    }
+    // The agent's own checkout calls the helper too (an untracked file).
+    ws.write(
+        "python/agent_use.py",
+        "from helpers import shared_probe_helper\n\n\ndef agent_caller():\n    return shared_probe_helper()\n",
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(["mcp", "--lexical", "--root"])
+        .arg(ws.root())
+        .args(["--hub", &pg.url_as("agent"), "--workspace-repo", "app"])
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .env_remove("QUARRY_HUB");
+    let mut mcp = Mcp::spawn(command);
+    let (error, text, value) = mcp.call("find_usages", json!({"symbol": "shared_probe_helper"}));
+    assert!(!error, "{text}");
+    assert_eq!(value["source"], "hub", "{value}");
+    let files = value["files"].as_array().expect("files");
+    let seen: Vec<(&str, &str, bool)> = files
+        .iter()
+        .map(|f| {
+            (
+                f["repo"].as_str().unwrap_or(""),
+                f["path"].as_str().unwrap_or(""),
+                f["local"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert!(
+        seen.contains(&("team-a/lib", "python/shared_helpers.py", false)),
+        "{value}"
+    );
+    assert!(
+        seen.contains(&("app", "python/agent_use.py", true)),
+        "{value}"
+    );
+    assert!(
+        seen.iter().all(|(repo, ..)| *repo != "team-b/secret"),
+        "{value}"
+    );
+    let lib = files
+        .iter()
+        .find(|f| f["repo"] == "team-a/lib")
+        .expect("the lib's usage");
+    assert_eq!(lib["usages"][0]["symbol"], "caller_one", "{value}");
+    assert_eq!(lib["usages"][0]["lines"][0]["line"], 6, "{value}");
+    assert!(
+        text.contains("team-a/lib:python/shared_helpers.py")
+            && !text.contains("def shared_probe_helper"),
+        "{text}"
+    );
+    // A file of a granted repository, at the hub's commit; one not granted
+    // does not exist for this role.
+    let (error, text, value) = mcp.call(
+        "get_code_context",
+        json!({"path": "python/shared_helpers.py", "repo": "team-a/lib", "symbol": "caller_one"}),
+    );
+    assert!(!error, "{text}");
+    assert_eq!(value["source"], "hub", "{value}");
+    assert_eq!(value["repo"], "team-a/lib", "{value}");
+    assert_eq!(value["start_line"], 5, "{value}");
+    assert!(
+        value["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("shared_probe_helper() + 1"),
+        "{value}"
+    );
+    let (error, text, _) = mcp.call(
+        "get_code_context",
+        json!({"path": "python/shared_helpers.py", "repo": "team-b/secret"}),
+    );
+    assert!(error, "{text}");
+    assert!(text.contains("may not read it"), "{text}");
+    assert!(!text.contains("caller_one"), "{text}");
+    // The workspace's own repository is read from disk, as it is now.
+    let (error, text, value) = mcp.call(
+        "get_code_context",
+        json!({"path": "python/agent_use.py", "repo": "app"}),
+    );
+    assert!(!error, "{text}");
+    assert!(value.get("source").is_none(), "{value}");
+    assert!(text.contains("agent_caller"), "{text}");
+}

@@ -362,7 +362,8 @@ enum Command {
         /// Benchmark a shared hub instead: push every folder of CORPUS (default:
         /// the cargo registry's sources) as a repository, then time the same
         /// queries on the hub and on a local index of CORPUS (hybrid rows and
-        /// vectors only with --model).
+        /// vectors only with --model). With --quality: also score the full
+        /// stack served through this hub.
         #[arg(long, value_name = "URL")]
         hub: Option<String>,
     },
@@ -934,7 +935,7 @@ fn run(cli: Cli) -> Result<()> {
             lsp,
             hub,
         } => {
-            if let Some(url) = hub {
+            if let (Some(url), None) = (&hub, &quality) {
                 let corpus = match corpus.first() {
                     Some(dir) => dir.clone(),
                     None => quarry::bench::default_corpus()
@@ -951,7 +952,7 @@ fn run(cli: Cli) -> Result<()> {
                     }),
                     None => DenseEngine::disabled("no --model"),
                 });
-                let report = quarry::bench::hub::run(&url, &corpus, &dense, rounds)
+                let report = quarry::bench::hub::run(url, &corpus, &dense, rounds)
                     .with_context(|| format!("hub benchmark on {}", corpus.display()))?;
                 writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
                 return Ok(());
@@ -998,6 +999,7 @@ fn run(cli: Cli) -> Result<()> {
                     tier: DenseTier::parse(&tier).unwrap_or_default(),
                     only,
                     rank: parse_knobs(&rank)?,
+                    hub,
                 })
                 .with_context(|| format!("quality benchmark on {}", corpus.display()))?;
                 if json {

@@ -761,6 +761,9 @@ pub struct QualityOptions {
     pub only: Option<String>,
     /// Ranking knobs (`SearchOptions::tune`) set in every configuration.
     pub rank: Vec<(String, String)>,
+    /// A hub (PostgreSQL URL): the corpus is also pushed there as one
+    /// repository, `quality`, and the full stack scored through it.
+    pub hub: Option<String>,
 }
 
 /// Builds the doc-stripped copy, indexes and embeds it, and runs every
@@ -840,6 +843,9 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
     let mut text = DiskText::of(&index);
     let configs = configs();
     let last = configs.len() - 1;
+    // The configurations also served through a hub: the full stack, and
+    // the full stack without the dense branch.
+    let mut through: Vec<(String, SearchOptions)> = Vec::new();
     for (n, mut config) in configs.into_iter().enumerate() {
         if let Some(only) = &options.only {
             if n != last && !config.label.contains(only.as_str()) {
@@ -851,6 +857,11 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 .options
                 .tune(key, value)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        }
+        if config.label.starts_with("full stack (defaults")
+            || config.label == "full stack, lexical only"
+        {
+            through.push((config.label.clone(), config.options.clone()));
         }
         let mut overall = Metrics::default();
         let mut by_class: BTreeMap<String, Metrics> = BTreeMap::new();
@@ -898,6 +909,11 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 .map(|(k, m)| (k, m.mean()))
                 .collect(),
         });
+    }
+    if let Some(url) = &options.hub {
+        reports.extend(through_hub(
+            url, &index, &engine, &queries, &snapshot, &through,
+        )?);
     }
     Ok(QualityReport {
         corpus: options.corpus.display().to_string(),
@@ -970,6 +986,96 @@ impl std::fmt::Display for QualityReport {
         }
         Ok(())
     }
+}
+
+/// `configs` served through a hub: the indexed copy pushed as one
+/// repository, `quality` (incrementally: a second run writes nothing), and
+/// every query searched there with the same options and model, scored as
+/// the local configurations are.
+fn through_hub(
+    url: &str,
+    index: &Index,
+    engine: &DenseEngine,
+    queries: &[QualityQuery],
+    snapshot: &crate::index::Snapshot,
+    configs: &[(String, SearchOptions)],
+) -> io::Result<Vec<ConfigReport>> {
+    use crate::hub::{self, Hub, RepoScope};
+    let to_io = |e: hub::HubError| io::Error::other(e.full());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut hub = rt.block_on(Hub::connect(url)).map_err(to_io)?;
+    rt.block_on(hub::push(&mut hub, "quality", "bench", index, engine))
+        .map_err(to_io)?;
+    rt.block_on(hub.vacuum()).map_err(to_io)?;
+    // A passage window stands for the definition it is a passage of.
+    let windows: BTreeMap<(String, u32, u32), String> = snapshot
+        .live_chunks()
+        .filter(|(_, c)| c.kind == ChunkKind::Lines)
+        .filter_map(|(segment, c)| {
+            let container = c.container.as_deref()?;
+            Some((
+                (segment.path_of(c).to_string(), c.start_line, c.end_line),
+                container.to_string(),
+            ))
+        })
+        .collect();
+    let scope = RepoScope {
+        globs: vec!["quality".into()],
+    };
+    let mut reports = Vec::new();
+    for (label, options) in configs {
+        let mut overall = Metrics::default();
+        let mut by_class: BTreeMap<String, Metrics> = BTreeMap::new();
+        let mut by_language: BTreeMap<String, Metrics> = BTreeMap::new();
+        for q in queries {
+            let results = rt
+                .block_on(hub::search(
+                    std::slice::from_ref(&hub),
+                    &scope,
+                    &q.query,
+                    options,
+                    Some(engine),
+                    None,
+                ))
+                .map_err(to_io)?;
+            let ranked: Vec<String> = results
+                .hits
+                .iter()
+                .map(|h| {
+                    let h = &h.hit;
+                    let key = (h.path.clone(), h.start_line, h.end_line);
+                    let answer = windows.get(&key).map_or(h.symbol.as_str(), String::as_str);
+                    format!("{}#{answer}", h.path)
+                })
+                .collect();
+            let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
+            overall.add(&ranked, &expected);
+            by_class
+                .entry(q.class.name().to_string())
+                .or_default()
+                .add(&ranked, &expected);
+            by_language
+                .entry(q.language.clone())
+                .or_default()
+                .add(&ranked, &expected);
+        }
+        let label = match label.split_once(" (") {
+            Some((head, _)) => head,
+            None => label,
+        };
+        reports.push(ConfigReport {
+            label: format!("{label}, served through the hub"),
+            overall: overall.mean(),
+            by_class: by_class.into_iter().map(|(k, m)| (k, m.mean())).collect(),
+            by_language: by_language
+                .into_iter()
+                .map(|(k, m)| (k, m.mean()))
+                .collect(),
+        });
+    }
+    Ok(reports)
 }
 
 /// The definition a hit stands for: a passage of a long definition (a

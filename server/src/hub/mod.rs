@@ -103,6 +103,45 @@ pub(crate) fn sql(context: &'static str) -> impl FnOnce(tokio_postgres::Error) -
 /// How long a connection attempt may take before the hub counts as down.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// One connection, its task spawned on the current runtime, the vector
+/// search's breadth set.
+async fn dial(
+    config: &Config,
+    connector: Option<&postgres_native_tls::MakeTlsConnector>,
+    shown: &str,
+) -> Result<Client, HubError> {
+    let connected = match connector {
+        None => config.connect(NoTls).await.map(|(client, connection)| {
+            tokio::spawn(async move {
+                // Ends when the client is dropped or the server goes
+                // away; the next statement then fails with the reason.
+                let _ = connection.await;
+            });
+            client
+        }),
+        Some(connector) => config
+            .connect(connector.clone())
+            .await
+            .map(|(client, connection)| {
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            }),
+    };
+    let client = connected.map_err(|source| HubError::Connect {
+        url: shown.to_string(),
+        source,
+    })?;
+    // HNSW returns at most `ef_search` rows (40 by default): the vector
+    // list must reach the dense branch's depth.
+    client
+        .batch_execute(HNSW_SEARCH)
+        .await
+        .map_err(sql("setting the vector search's breadth"))?;
+    Ok(client)
+}
+
 /// Candidates the vector index keeps per query: as many as the vector
 /// candidate list asks each shard for (`query::DENSE_DEPTH` twice).
 const HNSW_SEARCH: &str = "SET hnsw.ef_search = 100";
@@ -110,6 +149,8 @@ const HNSW_SEARCH: &str = "SET hnsw.ef_search = 100";
 /// A connection to a hub whose schema is current.
 pub struct Hub {
     client: Client,
+    /// A reader's second connection (see [`Hub::side`]).
+    side: Option<Client>,
     url: String,
 }
 
@@ -117,7 +158,7 @@ impl Hub {
     /// Connects (TLS as `sslmode` asks, a [`CONNECT_TIMEOUT`]) and creates or checks
     /// the schema. The connection runs on the current tokio runtime.
     pub async fn connect(url: &str) -> Result<Hub, HubError> {
-        let hub = Hub::open(url).await?;
+        let hub = Hub::open(url, false).await?;
         schema::ensure(&hub.client).await?;
         Ok(hub)
     }
@@ -125,12 +166,12 @@ impl Hub {
     /// Connects to read only: checks the schema's version and never
     /// creates it, so a streaming replica (read-only) serves queries.
     pub async fn connect_read(url: &str) -> Result<Hub, HubError> {
-        let hub = Hub::open(url).await?;
+        let hub = Hub::open(url, true).await?;
         schema::check_existing(&hub.client).await?;
         Ok(hub)
     }
 
-    async fn open(url: &str) -> Result<Hub, HubError> {
+    async fn open(url: &str, with_side: bool) -> Result<Hub, HubError> {
         let shown = redact(url);
         let ask = tls::split(url);
         let mut config: Config = ask.url.parse().map_err(|_| HubError::Url(shown.clone()))?;
@@ -140,35 +181,28 @@ impl Hub {
         if config.get_application_name().is_none() {
             config.application_name("quarry");
         }
-        let connected = if config.get_ssl_mode() == SslMode::Disable {
-            config.connect(NoTls).await.map(|(client, connection)| {
-                tokio::spawn(async move {
-                    // Ends when the client is dropped or the server goes
-                    // away; the next statement then fails with the reason.
-                    let _ = connection.await;
-                });
-                client
-            })
+        let connector = if config.get_ssl_mode() == SslMode::Disable {
+            None
         } else {
-            let connector = tls::connector(&ask, &shown)?;
-            config.connect(connector).await.map(|(client, connection)| {
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            })
+            Some(tls::connector(&ask, &shown)?)
         };
-        let client = connected.map_err(|source| HubError::Connect {
-            url: shown.clone(),
-            source,
-        })?;
-        // HNSW returns at most `ef_search` rows (40 by default): the vector
-        // list must reach the dense branch's depth.
-        client
-            .batch_execute(HNSW_SEARCH)
-            .await
-            .map_err(sql("setting the vector search's breadth"))?;
-        Ok(Hub { client, url: shown })
+        let client = dial(&config, connector.as_ref(), &shown).await?;
+        let side = match with_side {
+            true => Some(dial(&config, connector.as_ref(), &shown).await?),
+            false => None,
+        };
+        Ok(Hub {
+            client,
+            side,
+            url: shown,
+        })
+    }
+
+    /// The connection for a statement run beside one on `client` (the
+    /// vector list beside the lexical ones): the second connection of a
+    /// reader, else the one connection (statements then queue).
+    pub(crate) fn side(&self) -> &Client {
+        self.side.as_ref().unwrap_or(&self.client)
     }
 
     /// The URL with its password hidden.

@@ -329,12 +329,22 @@ pub async fn push(
     )
     .await
     .map_err(sql("counting document frequencies"))?;
-    tx.execute(
-        "DELETE FROM quarry_df WHERE repo_id = $1 AND df <= 0",
-        &[&repo_id],
-    )
-    .await
-    .map_err(sql("counting document frequencies"))?;
+    // Only terms a push took counts from can reach zero: the rest of the
+    // repository's counts are never scanned.
+    let lowered: Vec<&String> = terms
+        .iter()
+        .zip(&deltas)
+        .filter(|(_, d)| **d < 0)
+        .map(|(t, _)| t)
+        .collect();
+    if !lowered.is_empty() {
+        tx.execute(
+            "DELETE FROM quarry_df WHERE repo_id = $1 AND term = ANY($2) AND df <= 0",
+            &[&repo_id, &lowered],
+        )
+        .await
+        .map_err(sql("counting document frequencies"))?;
+    }
     let sums: Vec<i64> = snapshot
         .stats
         .field_len_sums

@@ -307,7 +307,26 @@ pub async fn search(
             .map(|(shard, (hub, ids))| {
                 let (terms, weights, names, vector_param) =
                     (&terms, &weights, &names, &vector_param);
-                async move {
+                // The vector list on the reader's second connection,
+                // beside the lexical and name lists on the first.
+                let near = async move {
+                    match vector_param {
+                        Some(vector) => hub
+                            .side()
+                            .query(
+                                "SELECT repo_id, path, byte_start,
+                                -(embedding <=> ($2::text)::halfvec)::float8, ''::text, id
+                         FROM quarry_chunks
+                         WHERE repo_id = ANY($1) AND embedding IS NOT NULL
+                         ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
+                                &[ids, vector, &(DENSE_DEPTH * 2)],
+                            )
+                            .await
+                            .map_err(sql("finding vector candidates")),
+                        None => Ok(Vec::new()),
+                    }
+                };
+                let words = async move {
                     let client = &hub.client;
                     let lexical = client
                 .query(
@@ -336,21 +355,12 @@ pub async fn search(
                         )
                         .await
                         .map_err(sql("finding name candidates"))?;
-                    let near = match vector_param {
-                        Some(vector) => client
-                            .query(
-                                "SELECT repo_id, path, byte_start,
-                                -(embedding <=> ($2::text)::halfvec)::float8, ''::text, id
-                         FROM quarry_chunks
-                         WHERE repo_id = ANY($1) AND embedding IS NOT NULL
-                         ORDER BY embedding <=> ($2::text)::halfvec LIMIT $3",
-                                &[ids, vector, &(DENSE_DEPTH * 2)],
-                            )
-                            .await
-                            .map_err(sql("finding vector candidates"))?,
-                        None => Vec::new(),
-                    };
-                    Ok::<_, HubError>([lexical, named, near].map(|rows| (shard, rows)))
+                    Ok::<_, HubError>((lexical, named))
+                };
+                async move {
+                    let (words, near) = futures_util::future::join(words, near).await;
+                    let (lexical, named) = words?;
+                    Ok::<_, HubError>([lexical, named, near?].map(|rows| (shard, rows)))
                 }
             }),
     )

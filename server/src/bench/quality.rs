@@ -727,6 +727,45 @@ impl Metrics {
     }
 }
 
+/// Metrics accumulated per query: overall, per class, per language.
+#[derive(Default)]
+struct Scores {
+    overall: Metrics,
+    by_class: BTreeMap<String, Metrics>,
+    by_language: BTreeMap<String, Metrics>,
+}
+
+impl Scores {
+    fn add(&mut self, q: &QualityQuery, ranked: &[String], expected: &BTreeSet<String>) {
+        self.overall.add(ranked, expected);
+        self.by_class
+            .entry(q.class.name().to_string())
+            .or_default()
+            .add(ranked, expected);
+        self.by_language
+            .entry(q.language.clone())
+            .or_default()
+            .add(ranked, expected);
+    }
+
+    fn report(self, label: String) -> ConfigReport {
+        ConfigReport {
+            label,
+            overall: self.overall.mean(),
+            by_class: self
+                .by_class
+                .into_iter()
+                .map(|(k, m)| (k, m.mean()))
+                .collect(),
+            by_language: self
+                .by_language
+                .into_iter()
+                .map(|(k, m)| (k, m.mean()))
+                .collect(),
+        }
+    }
+}
+
 /// The results of one configuration: overall, per class, per language.
 #[derive(Debug, Serialize)]
 pub struct ConfigReport {
@@ -863,9 +902,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
         {
             through.push((config.label.clone(), config.options.clone()));
         }
-        let mut overall = Metrics::default();
-        let mut by_class: BTreeMap<String, Metrics> = BTreeMap::new();
-        let mut by_language: BTreeMap<String, Metrics> = BTreeMap::new();
+        let mut scores = Scores::default();
         for q in &queries {
             let results = search_with(
                 &snapshot,
@@ -880,15 +917,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 .map(|h| format!("{}#{}", h.path, answer_of(&snapshot, h)))
                 .collect();
             let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
-            overall.add(&ranked, &expected);
-            by_class
-                .entry(q.class.name().to_string())
-                .or_default()
-                .add(&ranked, &expected);
-            by_language
-                .entry(q.language.clone())
-                .or_default()
-                .add(&ranked, &expected);
+            scores.add(q, &ranked, &expected);
             if n == last && !ranked.iter().take(10).any(|r| expected.contains(r)) {
                 misses.push(format!(
                     "[{} {}] {} -> expected {} ; got {}",
@@ -900,15 +929,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 ));
             }
         }
-        reports.push(ConfigReport {
-            label: config.label,
-            overall: overall.mean(),
-            by_class: by_class.into_iter().map(|(k, m)| (k, m.mean())).collect(),
-            by_language: by_language
-                .into_iter()
-                .map(|(k, m)| (k, m.mean()))
-                .collect(),
-        });
+        reports.push(scores.report(config.label));
     }
     if let Some(url) = &options.hub {
         reports.extend(through_hub(
@@ -1026,9 +1047,7 @@ fn through_hub(
     };
     let mut reports = Vec::new();
     for (label, options) in configs {
-        let mut overall = Metrics::default();
-        let mut by_class: BTreeMap<String, Metrics> = BTreeMap::new();
-        let mut by_language: BTreeMap<String, Metrics> = BTreeMap::new();
+        let mut scores = Scores::default();
         for q in queries {
             let results = rt
                 .block_on(hub::search(
@@ -1051,29 +1070,13 @@ fn through_hub(
                 })
                 .collect();
             let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
-            overall.add(&ranked, &expected);
-            by_class
-                .entry(q.class.name().to_string())
-                .or_default()
-                .add(&ranked, &expected);
-            by_language
-                .entry(q.language.clone())
-                .or_default()
-                .add(&ranked, &expected);
+            scores.add(q, &ranked, &expected);
         }
         let label = match label.split_once(" (") {
             Some((head, _)) => head,
             None => label,
         };
-        reports.push(ConfigReport {
-            label: format!("{label}, served through the hub"),
-            overall: overall.mean(),
-            by_class: by_class.into_iter().map(|(k, m)| (k, m.mean())).collect(),
-            by_language: by_language
-                .into_iter()
-                .map(|(k, m)| (k, m.mean()))
-                .collect(),
-        });
+        reports.push(scores.report(format!("{label}, served through the hub")));
     }
     Ok(reports)
 }

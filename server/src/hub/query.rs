@@ -143,6 +143,25 @@ pub(super) struct Found {
     pub(super) id: i64,
 }
 
+impl Found {
+    /// A candidate list's row: (repository id, path, start, score, name,
+    /// chunk id), from shard `shard`; `None` for a repository not searched.
+    pub(super) fn from_row(
+        repos: &[Repo],
+        shard: usize,
+        row: &tokio_postgres::Row,
+    ) -> Option<Found> {
+        Some(Found {
+            repo: repo_index(repos, shard, row.get(0))?,
+            path: row.get(1),
+            start: row.get(2),
+            score: row.get(3),
+            name: row.get(4),
+            id: row.get(5),
+        })
+    }
+}
+
 /// Searches the repositories in `scope` the role may read on every hub in
 /// `hubs` (shards, each perhaps a read replica), in parallel, and ranks
 /// their candidates as one corpus: the same results as one server holding
@@ -189,15 +208,8 @@ pub async fn search(
         masked: o.masked(),
     });
     let shard_ids: Vec<Vec<i32>> = (0..hubs.len())
-        .map(|shard| {
-            repos
-                .iter()
-                .filter(|r| r.shard == shard)
-                .map(|r| r.id)
-                .collect()
-        })
+        .map(|shard| shard_ids(&repos, shard))
         .collect();
-    let repo_at = |shard: usize, id: i32| repo_index(&repos, shard, id);
     let mut stats = CorpusStats::default();
     for repo in &repos {
         stats.n_docs += repo.n_docs.max(0) as u64;
@@ -369,16 +381,10 @@ pub async fn search(
     let mut merged: [Vec<Found>; 3] = Default::default();
     for shard_lists in lists {
         for (list, (shard, rows)) in merged.iter_mut().zip(shard_lists?) {
-            list.extend(rows.into_iter().filter_map(|r| {
-                Some(Found {
-                    repo: repo_at(shard, r.get(0))?,
-                    path: r.get(1),
-                    start: r.get(2),
-                    score: r.get(3),
-                    name: r.get(4),
-                    id: r.get(5),
-                })
-            }));
+            list.extend(
+                rows.iter()
+                    .filter_map(|r| Found::from_row(&repos, shard, r)),
+            );
         }
     }
     let depths = [LEXICAL_DEPTH, NAME_DEPTH, DENSE_DEPTH];
@@ -638,9 +644,9 @@ pub(super) async fn fetch_chunks(
 /// offsets and line numbers, blanks (spaces and line breaks) between.
 /// What a ranking reads of a file (a chunk's text, its lines for a snippet
 /// and a detail line) is the file's own; nothing else is there.
-fn sparse_file(chunks: &[&HubChunk]) -> String {
+fn sparse_file<'c>(chunks: impl IntoIterator<Item = &'c HubChunk>) -> String {
     let mut pieces: Vec<(u32, u32, &str)> = chunks
-        .iter()
+        .into_iter()
         .map(|c| (c.lines_start, c.chunk.start_line.max(1), c.lines.as_str()))
         .collect();
     pieces.sort_by_key(|&(start, line, _)| (start, line));
@@ -750,7 +756,7 @@ pub(super) fn assemble(
                 .count();
             let (file, tail) = std::mem::take(&mut rest).split_at_mut(n);
             rest = tail;
-            let sparse = sparse_file(&file.iter().collect::<Vec<_>>());
+            let sparse = sparse_file(file.iter());
             let placed = |c: &HubChunk| {
                 let at = c.lines_start as usize;
                 sparse.get(at..at + c.lines.len()) == Some(c.lines.as_str())
@@ -1001,6 +1007,15 @@ fn bounded(query: &str) -> &str {
     &query[..end]
 }
 
+/// The ids of the repositories of `repos` that shard `shard` holds.
+pub(super) fn shard_ids(repos: &[Repo], shard: usize) -> Vec<i32> {
+    repos
+        .iter()
+        .filter(|r| r.shard == shard)
+        .map(|r| r.id)
+        .collect()
+}
+
 /// Where shard `shard`'s repository `id` is in `repos`.
 pub(super) fn repo_index(repos: &[Repo], shard: usize, id: i32) -> Option<usize> {
     repos.iter().position(|r| r.shard == shard && r.id == id)
@@ -1200,7 +1215,7 @@ mod tests {
             Vec::new(),
         );
         let two = stored(text, "fn two() {}", Vec::new());
-        let sparse = sparse_file(&[&two, &one, &outer]);
+        let sparse = sparse_file([&two, &one, &outer]);
         for c in [&one, &outer, &two] {
             let (a, b) = (c.chunk.byte_start as usize, c.chunk.byte_end as usize);
             assert_eq!(&sparse[a..b], &text[a..b]);
@@ -1215,7 +1230,7 @@ mod tests {
         // A range that contradicts the lines before it is left out.
         let mut wrong = stored(text, "fn two() {}", Vec::new());
         wrong.chunk.start_line = 99;
-        assert!(!sparse_file(&[&one, &wrong]).contains("two"));
+        assert!(!sparse_file([&one, &wrong]).contains("two"));
     }
 
     #[test]
@@ -1224,7 +1239,7 @@ mod tests {
         let kid = text.find("fn one() {}").unwrap() as u32;
         let hole = (kid, kid + "fn one() {}".len() as u32);
         let outer = stored(text, "impl A {\n    fn one() {}\n}", vec![hole]);
-        let sparse = sparse_file(&[&outer]);
+        let sparse = sparse_file([&outer]);
         let own = own_text(
             &sparse,
             outer.chunk.byte_start,

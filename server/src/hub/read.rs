@@ -8,9 +8,9 @@
 //! word of a chunk's own lines.
 
 use super::overlay::Overlay;
-use super::query::{choose_repos, fetch_chunks, repo_index, HubChunk, Repo};
+use super::query::{choose_repos, fetch_chunks, repo_index, shard_ids, HubChunk, Repo};
 use super::{sql, Hub, HubError, RepoScope};
-use crate::lexical::tokenize::MAX_TOKEN_LEN;
+use crate::lexical::tokenize::{whole_word_matches, MAX_TOKEN_LEN};
 use futures_util::future::join_all;
 use serde::Serialize;
 
@@ -91,11 +91,7 @@ pub async fn usages(
     }
     let overlay = overlay.filter(|o| repos.iter().any(|r| r.name == o.repo));
     let found = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
-        let ids: Vec<i32> = repos
-            .iter()
-            .filter(|r| r.shard == shard)
-            .map(|r| r.id)
-            .collect();
+        let ids = shard_ids(&repos, shard);
         let (term, repos) = (&term, &repos);
         async move {
             if ids.is_empty() {
@@ -140,8 +136,10 @@ pub async fn usages(
         order.iter().enumerate().map(|(i, &k)| (k, i)).collect();
     chunks.sort_by_key(|c| place.get(&(c.repo, c.id)).copied());
     let mut out: Vec<Usage> = Vec::new();
-    if let Some(overlay) = overlay {
-        let r = repos.iter().position(|r| r.name == overlay.repo);
+    // (`overlay` is only kept when it is one of `repos`.)
+    if let Some((overlay, r)) =
+        overlay.and_then(|o| Some((o, repos.iter().position(|r| r.name == o.repo)?)))
+    {
         for file in &overlay.files {
             let holes = crate::index::segment::child_ranges(&file.chunks);
             for (chunk, holes) in file.chunks.iter().zip(holes) {
@@ -150,7 +148,7 @@ pub async fn usages(
                 }
                 let range = (chunk.byte_start, chunk.byte_end);
                 let lines = used_on(&file.text, (0, 1), range, &holes, name);
-                if let (false, Some(r)) = (lines.is_empty(), r) {
+                if !lines.is_empty() {
                     out.push(usage(&repos[r], &file.path, chunk, lines, true));
                 }
             }
@@ -207,20 +205,14 @@ fn used_on(
     holes: &[(u32, u32)],
     word: &str,
 ) -> Vec<(u32, String)> {
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
     let mut out = Vec::new();
     let mut at = offset as usize;
     for (n, line) in text.split_inclusive('\n').enumerate() {
         let base = at;
         at += line.len();
-        let counts = line.match_indices(word).any(|(i, _)| {
+        let counts = whole_word_matches(line, word).any(|i| {
             let p = (base + i) as u32;
-            let before = line[..i].chars().next_back();
-            let after = line[i + word.len()..].chars().next();
-            (start..end).contains(&p)
-                && !holes.iter().any(|&(h0, h1)| (h0..h1).contains(&p))
-                && !before.is_some_and(is_ident)
-                && !after.is_some_and(is_ident)
+            (start..end).contains(&p) && !holes.iter().any(|&(h0, h1)| (h0..h1).contains(&p))
         });
         if counts {
             out.push((first_line + n as u32, line.trim().to_string()));

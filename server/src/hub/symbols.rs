@@ -10,7 +10,7 @@
 //! the hub offers exact and prefix).
 
 use super::overlay::Overlay;
-use super::query::{assemble, choose_repos, fetch_chunks, repo_index, sort_found, Found};
+use super::query::{assemble, choose_repos, fetch_chunks, shard_ids, sort_found, Found};
 use super::{sql, Hub, HubError, RepoScope};
 use crate::chunk::ChunkKind;
 use crate::lexical::CorpusStats;
@@ -56,11 +56,7 @@ pub async fn symbols(
     let overlay = overlay.filter(|o| repos.iter().any(|r| r.name == o.repo));
     let pattern = format!("{}%", escape_like(&last));
     let lists = join_all(hubs.iter().enumerate().map(|(shard, hub)| {
-        let ids: Vec<i32> = repos
-            .iter()
-            .filter(|r| r.shard == shard)
-            .map(|r| r.id)
-            .collect();
+        let ids = shard_ids(&repos, shard);
         let (pattern, last) = (&pattern, &last);
         async move {
             if ids.is_empty() {
@@ -87,16 +83,10 @@ pub async fn symbols(
     let mut found = Vec::new();
     for shard in lists {
         let (shard, rows) = shard?;
-        found.extend(rows.into_iter().filter_map(|r| {
-            Some(Found {
-                repo: repo_index(&repos, shard, r.get(0))?,
-                path: r.get(1),
-                start: r.get(2),
-                score: r.get(3),
-                name: r.get(4),
-                id: r.get(5),
-            })
-        }));
+        found.extend(
+            rows.iter()
+                .filter_map(|r| Found::from_row(&repos, shard, r)),
+        );
     }
     sort_found(&mut found, &repos);
     found.truncate(SYMBOL_DEPTH as usize);

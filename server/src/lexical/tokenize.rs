@@ -21,6 +21,20 @@ fn is_word_char(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// Where in `line` the identifier `word` occurs whole: no identifier
+/// character (`_`, `$`, a letter or digit) on either side. How usages are
+/// told from longer names that contain the word.
+pub fn whole_word_matches<'l>(line: &'l str, word: &'l str) -> impl Iterator<Item = usize> + 'l {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+    line.match_indices(word)
+        .filter(move |(at, _)| {
+            !word.is_empty()
+                && !line[..*at].chars().next_back().is_some_and(is_ident)
+                && !line[at + word.len()..].chars().next().is_some_and(is_ident)
+        })
+        .map(|(at, _)| at)
+}
+
 /// Calls `sink` with every token of `text`, in order, possibly repeated.
 pub fn tokenize(text: &str, sink: &mut dyn FnMut(&str)) {
     let mut scratch = Scratch::default();

@@ -641,11 +641,11 @@ impl QuarryMcp {
                 continue;
             }
             shown += 1;
-            let entry = json!({
-                "symbol": hit.symbol,
-                "kind": hit.kind,
-                "lines": lines.iter().map(|(n, l)| json!({"line": n, "text": l.trim()})).collect::<Vec<_>>(),
-            });
+            let entry = usage_entry(
+                &hit.symbol,
+                hit.kind,
+                lines.iter().map(|(n, l)| (*n, l.trim())),
+            );
             match groups.iter_mut().find(|(p, _)| *p == hit.path) {
                 Some((_, entries)) => entries.push(entry),
                 None => groups.push((hit.path.clone(), vec![entry])),
@@ -666,18 +666,7 @@ impl QuarryMcp {
             let _ = writeln!(out, "_{down}_\n");
         }
         for (path, entries) in &groups {
-            let _ = writeln!(out, "{path}");
-            for e in entries {
-                let _ = writeln!(out, "  in `{}`:", e["symbol"].as_str().unwrap_or(""));
-                for l in e["lines"].as_array().into_iter().flatten() {
-                    let _ = writeln!(
-                        out,
-                        "    {}: {}",
-                        l["line"],
-                        l["text"].as_str().unwrap_or("")
-                    );
-                }
-            }
+            write_usages(&mut out, path, entries);
         }
         let files: Vec<Value> = groups
             .into_iter()
@@ -1013,6 +1002,36 @@ const INDEX_STATUS_OUTPUT: &str = r#"{
   }
 }"#;
 
+/// One definition's usages as `find_usages` lists them.
+fn usage_entry<'l>(
+    symbol: &str,
+    kind: &str,
+    lines: impl Iterator<Item = (usize, &'l str)>,
+) -> Value {
+    json!({
+        "symbol": symbol,
+        "kind": kind,
+        "lines": lines.map(|(n, l)| json!({"line": n, "text": l})).collect::<Vec<_>>(),
+    })
+}
+
+/// One file's usages as text: `heading`, then each definition and its
+/// numbered lines.
+fn write_usages(out: &mut String, heading: &str, entries: &[Value]) {
+    let _ = writeln!(out, "{heading}");
+    for e in entries {
+        let _ = writeln!(out, "  in `{}`:", e["symbol"].as_str().unwrap_or(""));
+        for l in e["lines"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "    {}: {}",
+                l["line"],
+                l["text"].as_str().unwrap_or("")
+            );
+        }
+    }
+}
+
 /// `find_usages`' answer from the hub's usages: grouped by repository and
 /// file, each with its definition and lines.
 fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
@@ -1026,12 +1045,12 @@ fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
     type File = (String, String, String, bool);
     let mut groups: Vec<(File, Vec<Value>)> = Vec::new();
     for u in found {
+        let entry = usage_entry(
+            &u.symbol,
+            u.kind,
+            u.lines.iter().map(|(n, l)| (*n as usize, l.as_str())),
+        );
         let key = (u.repo, u.path, u.commit, u.local);
-        let entry = json!({
-            "symbol": u.symbol,
-            "kind": u.kind,
-            "lines": u.lines.iter().map(|(n, l)| json!({"line": n, "text": l})).collect::<Vec<_>>(),
-        });
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, entries)) => entries.push(entry),
             None => groups.push((key, vec![entry])),
@@ -1044,18 +1063,7 @@ fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
         } else {
             commit.chars().take(12).collect()
         };
-        let _ = writeln!(out, "{repo}:{path} ({at})");
-        for e in entries {
-            let _ = writeln!(out, "  in `{}`:", e["symbol"].as_str().unwrap_or(""));
-            for l in e["lines"].as_array().into_iter().flatten() {
-                let _ = writeln!(
-                    out,
-                    "    {}: {}",
-                    l["line"],
-                    l["text"].as_str().unwrap_or("")
-                );
-            }
-        }
+        write_usages(&mut out, &format!("{repo}:{path} ({at})"), entries);
     }
     let files: Vec<Value> = groups
         .into_iter()
@@ -1071,12 +1079,9 @@ fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
 
 /// Whether `line` holds `word` as a whole identifier.
 fn has_word(line: &str, word: &str) -> bool {
-    let is_ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
-    line.match_indices(word).any(|(at, _)| {
-        let before = line[..at].chars().next_back();
-        let after = line[at + word.len()..].chars().next();
-        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
-    })
+    crate::lexical::tokenize::whole_word_matches(line, word)
+        .next()
+        .is_some()
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -57,6 +57,19 @@ fn pushed_checkout(ws: &Workspace, pg: &Postgres) -> String {
     ws.git(&["rev-parse", "HEAD"])
 }
 
+/// `quarry mcp` (lexical) on the checkout `ws` of the hub's `app`, over
+/// the hub at `url`.
+fn mcp_over_hub(ws: &Workspace, url: &str) -> Mcp {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command
+        .args(["mcp", "--lexical", "--root"])
+        .arg(ws.root())
+        .args(["--hub", url, "--workspace-repo", "app"])
+        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
+        .env_remove("QUARRY_HUB");
+    Mcp::spawn(command)
+}
+
 #[test]
 fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
     let Some(pg) = Postgres::start() else { return };
@@ -167,14 +180,7 @@ fn an_agent_searches_the_hub_with_its_checkouts_changes() {
     let Some(pg) = Postgres::start() else { return };
     let ws = Workspace::fixture();
     let head = pushed_checkout(&ws, &pg);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
-    command
-        .args(["mcp", "--lexical", "--root"])
-        .arg(ws.root())
-        .args(["--hub", &pg.url(), "--workspace-repo", "app"])
-        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
-        .env_remove("QUARRY_HUB");
-    let mut mcp = Mcp::spawn(command);
+    let mut mcp = mcp_over_hub(&ws, &pg.url());
     let (error, text, value) = mcp.call("search_code", json!({"query": "fetch_manifest"}));
     assert!(!error, "{text}");
     assert_eq!(value["source"], "hub", "{value}");
@@ -270,14 +276,7 @@ fn an_agent_reads_usages_and_files_only_of_repositories_it_was_granted() {
         "python/agent_use.py",
         "from helpers import shared_probe_helper\n\n\ndef agent_caller():\n    return shared_probe_helper()\n",
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
-    command
-        .args(["mcp", "--lexical", "--root"])
-        .arg(ws.root())
-        .args(["--hub", &pg.url_as("agent"), "--workspace-repo", "app"])
-        .env("XDG_CACHE_HOME", ws.dir.path().join("xdg"))
-        .env_remove("QUARRY_HUB");
-    let mut mcp = Mcp::spawn(command);
+    let mut mcp = mcp_over_hub(&ws, &pg.url_as("agent"));
     let (error, text, value) = mcp.call("find_usages", json!({"symbol": "shared_probe_helper"}));
     assert!(!error, "{text}");
     assert_eq!(value["source"], "hub", "{value}");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the quality benchmark's corpus: real projects nobody here wrote, at
 # pinned versions, from the package registries (crates.io, PyPI, npm), each
-# checked by sha256. Unpacks their source into DEST (default
+# checked by sha256. (PyPI's requests, once part of it, is kept for the
+# evaluation of search quality and never fetched here.) Unpacks their source into DEST (default
 # target/quality-corpus), one folder per project. Idempotent.
 #
 #   scripts/fetch-quality-corpus.sh [DEST]
@@ -33,8 +34,6 @@ fetch() {
 
 fetch fst fst-0.4.7.crate 7ab85b9b05e3978cc9a9cf8fea7f01b494e1a09ed3037e16ba39edc7a29eb61a \
     "curl -sSfL -o fst-0.4.7.crate https://static.crates.io/crates/fst/fst-0.4.7.crate"
-fetch requests requests-2.32.3.tar.gz 55365417734eb18255590a9ff9eb97e9e1da868d4ccd6402399eaf68af20a760 \
-    "python3 -m pip download --quiet --no-deps --no-binary :all: requests==2.32.3 -d ."
 fetch rxjs rxjs-7.8.1.tgz c532167725ab7d085123209156c93cef22f2479cb9c8527060f1cd903aa9d149 \
     "npm pack --silent rxjs@7.8.1"
 fetch express express-4.21.2.tgz fc43a91e7dc7affb53c6ad7123a4f35485ed3c45226ae7a3847b7738e783e008 \
@@ -54,7 +53,6 @@ unpack() {
 }
 
 unpack fst fst-0.4.7.crate fst-0.4.7 src tests README.md
-unpack requests requests-2.32.3.tar.gz requests-2.32.3 src tests README.md
 unpack rxjs rxjs-7.8.1.tgz package src README.md
 unpack express express-4.21.2.tgz package lib index.js Readme.md
 unpack commander commander-12.1.0.tgz package lib index.js Readme.md

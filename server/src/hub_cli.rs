@@ -3,10 +3,10 @@
 //! PostgreSQL connection; errors get their context here.
 
 use anyhow::{Context, Result};
-use quarry::dense::DenseEngine;
-use quarry::hub::{self, Checkout, Hub, HubResults, Overlay, RepoScope};
-use quarry::index::Index;
-use quarry::search::SearchOptions;
+use quarry_engine::dense::DenseEngine;
+use quarry_engine::hub::{self, Checkout, Hub, HubResults, Overlay, RepoScope};
+use quarry_engine::index::Index;
+use quarry_engine::search::SearchOptions;
 use std::io::Write;
 use std::path::Path;
 
@@ -137,10 +137,10 @@ pub fn symbols(
     urls: &[String],
     scope: &RepoScope,
     query: &str,
-    kind: Option<quarry::chunk::ChunkKind>,
+    kind: Option<quarry_engine::chunk::ChunkKind>,
     limit: usize,
     workspace: Option<&Checkout>,
-) -> Result<std::result::Result<Vec<quarry::hub::HubSymbol>, String>> {
+) -> Result<std::result::Result<Vec<quarry_engine::hub::HubSymbol>, String>> {
     let rt = runtime()?;
     let hubs = match connect_all(&rt, urls)? {
         Ok(hubs) => hubs,

@@ -4,17 +4,20 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use quarry::chunk::ChunkKind;
-use quarry::dense::{DenseConfig, DenseEngine, DenseTier};
-use quarry::engine::Engine;
-use quarry::filter::Filter;
-use quarry::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
-use quarry::search::{self, SearchOptions};
+use quarry_engine::chunk::ChunkKind;
+use quarry_engine::dense::{DenseConfig, DenseEngine, DenseTier};
+use quarry_engine::engine::Engine;
+use quarry_engine::filter::Filter;
+use quarry_engine::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
+use quarry_engine::search::{self, SearchOptions};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod hub_cli;
+mod jsonrpc;
+mod lsp;
+mod mcp;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -69,8 +72,8 @@ struct HubArgs {
 impl HubArgs {
     /// ROOT as the checkout whose changes are overlaid on the hub's copy,
     /// unless `--no-overlay`.
-    fn checkout(&self, root: &Path, max_file_size: u64) -> Option<quarry::hub::Checkout> {
-        (!self.no_overlay).then(|| quarry::hub::Checkout {
+    fn checkout(&self, root: &Path, max_file_size: u64) -> Option<quarry_engine::hub::Checkout> {
+        (!self.no_overlay).then(|| quarry_engine::hub::Checkout {
             repo: self
                 .workspace_repo
                 .clone()
@@ -88,7 +91,7 @@ struct CommonArgs {
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     /// Largest file indexed, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = quarry::index::DEFAULT_MAX_FILE_SIZE)]
+    #[arg(long, value_name = "BYTES", default_value_t = quarry_engine::index::DEFAULT_MAX_FILE_SIZE)]
     max_file_size: u64,
     /// Embedding model directory (default: $QUARRY_MODEL, then the user data dir, then the Hugging Face cache).
     #[arg(long, value_name = "DIR")]
@@ -151,22 +154,9 @@ fn embed(
     Ok(stats)
 }
 
-/// `--rank KEY=VALUE` arguments as (key, value) pairs.
-fn parse_knobs(rank: &[String]) -> Result<Vec<(String, String)>> {
-    rank.iter()
-        .map(|knob| {
-            knob.split_once('=')
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .with_context(|| format!("--rank {knob:?}: expected KEY=VALUE"))
-        })
-        .collect()
-}
-
 /// `options` with every `--rank` knob set.
 fn tuned(mut options: SearchOptions, rank: &[String]) -> Result<SearchOptions> {
-    for (key, value) in parse_knobs(rank)? {
-        options.tune(&key, &value).map_err(anyhow::Error::msg)?;
-    }
+    options.tune_all(rank).map_err(anyhow::Error::msg)?;
     Ok(options)
 }
 
@@ -309,64 +299,6 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
-    /// Benchmark indexing and queries on a corpus (prints numbers).
-    Bench {
-        /// Corpus roots (default: the cargo registry sources and this directory).
-        corpus: Vec<PathBuf>,
-        /// Rounds over the query lists.
-        #[arg(long, default_value_t = 20)]
-        rounds: usize,
-        #[arg(long)]
-        json: bool,
-        /// Also run the dense benchmark (embedding every chunk) on this corpus.
-        #[arg(long, value_name = "DIR")]
-        dense: Option<PathBuf>,
-        /// Embedding model directory for --dense.
-        #[arg(long, value_name = "DIR")]
-        model: Option<PathBuf>,
-        /// Skip the lexical benchmark (only with --dense).
-        #[arg(long)]
-        dense_only: bool,
-        /// Run the search quality benchmark on this corpus (fetched by
-        /// scripts/fetch-quality-corpus.sh) instead.
-        #[arg(long, value_name = "DIR")]
-        quality: Option<PathBuf>,
-        /// With --quality: query files (default: bench/quality/queries.tsv
-        /// and bench/quality/questions.tsv).
-        #[arg(long, value_name = "FILE")]
-        queries: Vec<PathBuf>,
-        /// With --quality: regenerate the generated queries into this file
-        /// from the corpus, then stop.
-        #[arg(long, value_name = "FILE")]
-        generate: Option<PathBuf>,
-        /// With --quality: tokens of chunk text embedded.
-        #[arg(long, default_value_t = 128)]
-        token_budget: usize,
-        /// With --quality or --hub: which vectors the dense branch uses,
-        /// `transformer` or `static` (the tier distilled from it).
-        #[arg(long, value_name = "TIER", default_value = "transformer",
-              value_parser = ["transformer", "static"])]
-        tier: String,
-        /// With --quality: only configurations whose label contains this
-        /// (the full stack always runs).
-        #[arg(long)]
-        only: Option<String>,
-        /// Set a ranking knob for the timed searches (with --quality: in
-        /// every configuration; repeatable; see `quarry search --rank`).
-        #[arg(long, value_name = "KEY=VALUE")]
-        rank: Vec<String>,
-        /// Run the language-server benchmark on this corpus instead
-        /// (lexical-only unless --model is given).
-        #[arg(long, value_name = "DIR")]
-        lsp: Option<PathBuf>,
-        /// Benchmark a shared hub instead: push every folder of CORPUS (default:
-        /// the cargo registry's sources) as a repository, then time the same
-        /// queries on the hub and on a local index of CORPUS (hybrid rows and
-        /// vectors only with --model). With --quality: also score the full
-        /// stack served through this hub.
-        #[arg(long, value_name = "URL")]
-        hub: Option<String>,
-    },
 }
 
 fn main() {
@@ -405,7 +337,7 @@ fn pin_compute_threads(cli: &Cli) {
         return;
     }
     let threads = match cli.command {
-        Command::Index { .. } | Command::Bench { .. } | Command::Push { .. } => cores,
+        Command::Index { .. } | Command::Push { .. } => cores,
         _ => cores.saturating_sub(1).max(1),
     };
     std::env::set_var("CANDLE_NUM_THREADS", threads.to_string());
@@ -419,7 +351,7 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
     // fail if something built the pool first; then it keeps its priority.)
     let _ = rayon::ThreadPoolBuilder::new()
         .thread_name(|i| format!("quarry-index-{i}"))
-        .start_handler(|_| quarry::priority::lower_this_thread())
+        .start_handler(|_| quarry_engine::priority::lower_this_thread())
         .build_global();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -427,11 +359,11 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
         .build()
         .context("starting the async runtime")?;
     let max_message = usize::try_from(max_message_mib << 20).unwrap_or(usize::MAX);
-    let ended = runtime.block_on(quarry::lsp::run_stdio(max_message));
+    let ended = runtime.block_on(lsp::run_stdio(max_message));
     // Blocking index jobs still running after `exit` are abandoned: every
     // index write is atomic.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    if ended == quarry::lsp::Ended::ExitWithoutShutdown {
+    if ended == lsp::Ended::ExitWithoutShutdown {
         std::process::exit(1);
     }
     Ok(())
@@ -439,13 +371,13 @@ fn run_lsp(max_message_mib: u64) -> Result<()> {
 
 /// `quarry mcp`: the MCP server on stdin/stdout over this root's index.
 fn run_mcp(root: PathBuf, hub: HubArgs, common: &CommonArgs) -> Result<()> {
-    let hub = (!hub.hub.is_empty()).then(|| quarry::mcp::HubSearch {
+    let hub = (!hub.hub.is_empty()).then(|| mcp::HubSearch {
         repo: hub.checkout(&root, common.max_file_size).map(|c| c.repo),
         urls: hub.hub,
-        scope: quarry::hub::RepoScope { globs: hub.repos },
+        scope: quarry_engine::hub::RepoScope { globs: hub.repos },
         timeout: std::time::Duration::from_secs(10),
         retry: std::time::Duration::from_secs(5),
-        link: quarry::hub::HubLink::default(),
+        link: quarry_engine::hub::HubLink::default(),
     });
     // No refresh here: the server brings the index up to date in the
     // background, so `initialize` never waits on a walk.
@@ -459,7 +391,7 @@ fn run_mcp(root: PathBuf, hub: HubArgs, common: &CommonArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let result = runtime.block_on(quarry::mcp::run_stdio(Arc::new(engine), hub));
+    let result = runtime.block_on(mcp::run_stdio(Arc::new(engine), hub));
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     result.map_err(|e| anyhow::anyhow!("mcp: {e}"))
 }
@@ -575,7 +507,7 @@ fn run(cli: Cli) -> Result<()> {
             let engine = dense_engine(&common, true);
             // A batch job that ends soon: freed layer outputs are reused
             // rather than returned to the OS and faulted in again.
-            let _held = quarry::memory::HeldFreedMemory::new();
+            let _held = quarry_engine::memory::HeldFreedMemory::new();
             let embedded = embed(&index, &engine, embed_limit, true)?;
             let snapshot = index.snapshot();
             let summary = snapshot.summary.clone();
@@ -660,7 +592,7 @@ fn run(cli: Cli) -> Result<()> {
             let mut hub_down = None;
             if !hub.hub.is_empty() {
                 let workspace = hub.checkout(&root, common.max_file_size);
-                let scope = quarry::hub::RepoScope { globs: hub.repos };
+                let scope = quarry_engine::hub::RepoScope { globs: hub.repos };
                 let lines = batch.is_some();
                 let queries = batch.clone().unwrap_or_else(|| vec![query.clone()]);
                 let dense = dense_engine(&common, false);
@@ -704,7 +636,10 @@ fn run(cli: Cli) -> Result<()> {
             let answer = |query: &str| {
                 let mut results = engine.search(query, &options);
                 if let Some(down) = &hub_down {
-                    results.reason = Some(quarry::hub::local_reason(down, results.reason.take()));
+                    results.reason = Some(quarry_engine::hub::local_reason(
+                        down,
+                        results.reason.take(),
+                    ));
                 }
                 results
             };
@@ -808,7 +743,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             if !hub.hub.is_empty() {
                 let workspace = hub.checkout(&root, common.max_file_size);
-                let scope = quarry::hub::RepoScope { globs: hub.repos };
+                let scope = quarry_engine::hub::RepoScope { globs: hub.repos };
                 match hub_cli::symbols(&hub.hub, &scope, &query, kind, limit, workspace.as_ref())? {
                     Ok(hits) => {
                         if json {
@@ -916,127 +851,6 @@ fn run(cli: Cli) -> Result<()> {
                         "superseded {folder}/ (ranked below the code it copies)"
                     )?;
                 }
-            }
-        }
-        Command::Bench {
-            corpus,
-            rounds,
-            json,
-            dense,
-            model,
-            dense_only,
-            quality,
-            queries,
-            generate,
-            token_budget,
-            tier,
-            only,
-            rank,
-            lsp,
-            hub,
-        } => {
-            if let (Some(url), None) = (&hub, &quality) {
-                let corpus = match corpus.first() {
-                    Some(dir) => dir.clone(),
-                    None => quarry::bench::default_corpus()
-                        .into_iter()
-                        .nth(1)
-                        .context("no cargo registry sources: give a CORPUS folder")?,
-                };
-                let dense = Arc::new(match model {
-                    Some(dir) => DenseEngine::load(DenseConfig {
-                        model_dir: Some(dir),
-                        tier: DenseTier::parse(&tier).unwrap_or_default(),
-                        threads: std::thread::available_parallelism().ok().map(|n| n.get()),
-                        ..DenseConfig::default()
-                    }),
-                    None => DenseEngine::disabled("no --model"),
-                });
-                let report = quarry::bench::hub::run(url, &corpus, &dense, rounds)
-                    .with_context(|| format!("hub benchmark on {}", corpus.display()))?;
-                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-                return Ok(());
-            }
-            if let Some(corpus) = lsp {
-                let report = quarry::bench::lsp::run(&corpus, model).with_context(|| {
-                    format!("language-server benchmark on {}", corpus.display())
-                })?;
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
-                } else {
-                    write!(out, "{report}")?;
-                }
-                return Ok(());
-            }
-            if let Some(corpus) = quality {
-                use quarry::bench::quality;
-                if let Some(file) = generate {
-                    let generated = quality::generate(&corpus)
-                        .with_context(|| format!("generating queries from {}", corpus.display()))?;
-                    quality::write_queries(&file, &generated)
-                        .with_context(|| format!("writing {}", file.display()))?;
-                    writeln!(
-                        out,
-                        "{} queries written to {}",
-                        generated.len(),
-                        file.display()
-                    )?;
-                    return Ok(());
-                }
-                let query_files = if queries.is_empty() {
-                    vec![
-                        PathBuf::from("bench/quality/queries.tsv"),
-                        PathBuf::from("bench/quality/questions.tsv"),
-                    ]
-                } else {
-                    queries
-                };
-                let report = quality::run(&quality::QualityOptions {
-                    corpus: corpus.clone(),
-                    query_files,
-                    model,
-                    token_budget,
-                    tier: DenseTier::parse(&tier).unwrap_or_default(),
-                    only,
-                    rank: parse_knobs(&rank)?,
-                    hub,
-                })
-                .with_context(|| format!("quality benchmark on {}", corpus.display()))?;
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
-                } else {
-                    write!(out, "{report}")?;
-                }
-                return Ok(());
-            }
-            if let Some(dense_corpus) = dense {
-                let report = quarry::bench::run_dense(&dense_corpus, rounds, model)
-                    .with_context(|| format!("dense benchmark on {}", dense_corpus.display()))?;
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
-                } else {
-                    writeln!(out, "{report}")?;
-                }
-                out.flush()?;
-                if dense_only {
-                    return Ok(());
-                }
-            }
-            let corpus = if corpus.is_empty() {
-                quarry::bench::default_corpus()
-            } else {
-                corpus
-            };
-            let options = tuned(SearchOptions::default(), &rank)?;
-            for root in corpus {
-                let report = quarry::bench::run(&root, rounds, &options)
-                    .with_context(|| format!("benchmarking {}", root.display()))?;
-                if json {
-                    writeln!(out, "{}", serde_json::to_string(&report)?)?;
-                } else {
-                    writeln!(out, "{report}")?;
-                }
-                out.flush()?;
             }
         }
     }

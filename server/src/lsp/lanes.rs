@@ -10,8 +10,9 @@
 //! Never: blocks a request, or runs index work on the runtime's threads.
 
 use super::{Folder, State};
-use crate::dense::{DenseConfig, DenseEngine, DenseTier};
-use crate::index::{Index, IndexConfig};
+use quarry_engine::dense::{DenseConfig, DenseEngine, DenseTier};
+use quarry_engine::engine::EMBED_ROUND;
+use quarry_engine::index::{Index, IndexConfig};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +29,7 @@ pub(super) type Progress =
 struct JobLost;
 
 /// Runs an index job (walk, parse, merge, embed) on a thread of its own at
-/// background priority ([`crate::priority`]) and awaits it without blocking
+/// background priority ([`quarry_engine::priority`]) and awaits it without blocking
 /// the runtime. Not `spawn_blocking`: a nice value cannot be raised back
 /// without privileges, and a pooled thread lowered for one job could later
 /// answer a `workspace/symbol` request at the lowered priority.
@@ -39,7 +40,7 @@ async fn in_background<T: Send + 'static>(
     std::thread::Builder::new()
         .name("quarry-index-job".into())
         .spawn(move || {
-            crate::priority::lower_this_thread();
+            quarry_engine::priority::lower_this_thread();
             let _ = send.send(job());
         })
         .map_err(|_| JobLost)?;
@@ -142,7 +143,7 @@ pub(super) async fn follow_loop(state: Arc<State>) {
             }
             let caught = in_background(move || index.catch_up()).await.ok();
             match caught {
-                Some(Ok(crate::index::CatchUp::BecameWriter)) => {
+                Some(Ok(quarry_engine::index::CatchUp::BecameWriter)) => {
                     state
                         .log(
                             MessageType::INFO,
@@ -158,10 +159,10 @@ pub(super) async fn follow_loop(state: Arc<State>) {
                         p.urgent = true;
                     });
                 }
-                Some(Ok(crate::index::CatchUp::Reloaded)) => {
+                Some(Ok(quarry_engine::index::CatchUp::Reloaded)) => {
                     request_embedding(&state, &folder, Vec::new());
                 }
-                Some(Ok(crate::index::CatchUp::Unchanged)) | None => {}
+                Some(Ok(quarry_engine::index::CatchUp::Unchanged)) | None => {}
                 Some(Err(e)) => {
                     let context = format!("following the index of {}", folder.root.display());
                     report_error(&state, &folder, &context, e.to_string()).await;
@@ -280,7 +281,7 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     }
     let mut priority: Vec<String> = paths
         .iter()
-        .filter_map(|p| crate::walk::relative_path(&folder.root, p))
+        .filter_map(|p| quarry_engine::walk::relative_path(&folder.root, p))
         .collect();
     priority.extend(buffers);
     if priority.is_empty() {
@@ -340,7 +341,7 @@ async fn reapply_buffers(
     }
     let paths = dirty
         .iter()
-        .filter_map(|(p, _)| crate::walk::relative_path(&folder.root, p))
+        .filter_map(|(p, _)| quarry_engine::walk::relative_path(&folder.root, p))
         .collect();
     let index = index.clone();
     if let Ok(Err(e)) = in_background(move || index.update_buffers(&dirty)).await {
@@ -434,10 +435,6 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
     Some(loaded)
 }
 
-/// Chunks per embedding round: small, so that priority paths, shutdown
-/// and the CPU for updates and queries never wait long.
-pub(crate) const EMBED_ROUND: usize = 64;
-
 /// Chunks per round of the static tier (tens of milliseconds).
 const STATIC_ROUND: usize = 2048;
 
@@ -461,7 +458,7 @@ pub(super) async fn embed_loop(state: Arc<State>) {
         // transformer's (minutes on a cold workspace). Freed layer outputs
         // are reused meanwhile, and returned to the OS once it is done.
         let fast = state.static_engine();
-        let held = crate::memory::HeldFreedMemory::new();
+        let held = quarry_engine::memory::HeldFreedMemory::new();
         for folder in state.folders() {
             if let Some(index) = folder.index() {
                 if let Some(fast) = &fast {
@@ -601,7 +598,7 @@ mod tests {
             let inside = runtime.block_on(in_background(move || nice(())));
             assert_eq!(
                 inside.expect("nice value"),
-                (before + crate::priority::BACKGROUND_NICE).min(19)
+                (before + quarry_engine::priority::BACKGROUND_NICE).min(19)
             );
             assert_eq!(nice(()), before, "the caller keeps its priority");
         }

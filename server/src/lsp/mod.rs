@@ -21,16 +21,16 @@ pub mod settings;
 #[cfg(unix)]
 mod stdio;
 
-use crate::chunk::{detect_language, ChunkKind};
-use crate::dense::{DenseEngine, DenseTier};
-use crate::filter::Filter;
-use crate::index::Index;
-use crate::rank::FuseConfig;
-use crate::search::{
+use overlay::Overlay;
+use quarry_engine::chunk::{detect_language, ChunkKind};
+use quarry_engine::dense::{DenseEngine, DenseTier};
+use quarry_engine::filter::Filter;
+use quarry_engine::index::Index;
+use quarry_engine::rank::FuseConfig;
+use quarry_engine::search::{
     find_again, find_symbols, is_preamble, snippet, DiskText, Hit, SearchOptions, SymbolHit,
     TextSource,
 };
-use overlay::Overlay;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use settings::Settings;
@@ -44,7 +44,6 @@ use tower_lsp_server::jsonrpc::{Error as RpcError, Result as RpcResult};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
-pub(crate) use lanes::EMBED_ROUND;
 use lanes::{embed_loop, follow_loop, save_vectors, update_loop, Progress};
 
 /// The command that rebuilds every folder's index.
@@ -151,7 +150,7 @@ struct Folder {
     busy: tokio::sync::Mutex<()>,
     last_error: Mutex<Option<String>>,
     /// What the last full walk did (for `quarry/status`).
-    last_walk: Mutex<Option<crate::index::UpdateStats>>,
+    last_walk: Mutex<Option<quarry_engine::index::UpdateStats>>,
     /// Vectors computed by the model, and taken from the vector cache,
     /// since the server started.
     vectors_computed: AtomicU64,
@@ -204,7 +203,7 @@ struct State {
     shutting_down: AtomicBool,
     watcher: Mutex<Option<notify::RecommendedWatcher>>,
     /// The shared hub `quarry/search` asks first, when the settings name one.
-    hub: crate::hub::HubLink,
+    hub: quarry_engine::hub::HubLink,
 }
 
 pub struct Backend {
@@ -231,7 +230,7 @@ impl Backend {
                 progress_supported: AtomicBool::new(false),
                 next_token: AtomicU64::new(1),
                 shutting_down: AtomicBool::new(false),
-                hub: crate::hub::HubLink::default(),
+                hub: quarry_engine::hub::HubLink::default(),
                 watcher: Mutex::new(None),
             }),
         }
@@ -271,8 +270,8 @@ impl State {
     /// The tiers this server has loaded: the transformer, and with the
     /// `staticTier` setting the static tier (`engine::Tiers::choose` says
     /// which answers a snapshot, as on every surface).
-    fn tiers(&self) -> crate::engine::Tiers {
-        crate::engine::Tiers::new(self.engine(), self.static_engine())
+    fn tiers(&self) -> quarry_engine::engine::Tiers {
+        quarry_engine::engine::Tiers::new(self.engine(), self.static_engine())
     }
 
     /// The folder holding `path` (the innermost, for nested roots).
@@ -549,7 +548,7 @@ impl Backend {
     async fn quarry_search(&self, params: Value) -> RpcResult<SearchResponse> {
         let params: SearchParams = serde_json::from_value(params)
             .map_err(|e| RpcError::invalid_params(format!("quarry/search: {e}")))?;
-        crate::search::check_query(&params.query)
+        quarry_engine::search::check_query(&params.query)
             .map_err(|e| RpcError::invalid_params(format!("quarry/search: {e}")))?;
         let settings = self.state.settings();
         let filter = Filter::new(
@@ -593,7 +592,10 @@ impl Backend {
                 .await
                 .map_err(|_| RpcError::internal_error())?;
         if let Some(down) = hub_down {
-            response.reason = Some(crate::hub::local_reason(&down, response.reason.take()));
+            response.reason = Some(quarry_engine::hub::local_reason(
+                &down,
+                response.reason.take(),
+            ));
         }
         Ok(response)
     }
@@ -709,7 +711,7 @@ struct LiveText<'a> {
     disk: DiskText,
 }
 
-impl crate::search::TextSource for LiveText<'_> {
+impl quarry_engine::search::TextSource for LiveText<'_> {
     fn text(&mut self, path: &str) -> Option<&str> {
         if !self.disk.has_text(path) {
             if let Some(buffer) = open_buffer(self.overlay, self.root, path) {
@@ -726,7 +728,7 @@ impl crate::search::TextSource for LiveText<'_> {
 fn open_buffer(overlay: &Overlay, root: &Path, path: &str) -> Option<overlay::Buffer> {
     let abs = root.join(path);
     let buffer = overlay.get(&abs)?;
-    crate::confine::check_new(root, &abs).ok()?;
+    quarry_engine::confine::check_new(root, &abs).ok()?;
     Some(buffer)
 }
 
@@ -848,8 +850,8 @@ fn merge_folders(lists: Vec<Vec<SearchHit>>, limit: usize) -> Vec<SearchHit> {
 
 /// The first folder as a checkout of its hub repository (`hubRepo`, else
 /// the folder's name), with its unsaved buffers.
-fn hub_checkout(state: &State, settings: &Settings, f: &Folder) -> crate::hub::Checkout {
-    crate::hub::Checkout {
+fn hub_checkout(state: &State, settings: &Settings, f: &Folder) -> quarry_engine::hub::Checkout {
+    quarry_engine::hub::Checkout {
         root: f.root.clone(),
         repo: settings.hub_repo.clone().unwrap_or_else(|| {
             f.root
@@ -862,13 +864,15 @@ fn hub_checkout(state: &State, settings: &Settings, f: &Folder) -> crate::hub::C
             .dirty_under(&f.root)
             .into_iter()
             .filter_map(|(abs, text)| {
-                crate::confine::check_new(&f.root, &abs).ok()?;
-                Some((crate::walk::relative_path(&f.root, &abs)?, text))
+                quarry_engine::confine::check_new(&f.root, &abs).ok()?;
+                Some((quarry_engine::walk::relative_path(&f.root, &abs)?, text))
             })
             .collect(),
         max_file_size: f
             .index()
-            .map_or(crate::index::DEFAULT_MAX_FILE_SIZE, |i| i.max_file_size()),
+            .map_or(quarry_engine::index::DEFAULT_MAX_FILE_SIZE, |i| {
+                i.max_file_size()
+            }),
     }
 }
 
@@ -886,7 +890,7 @@ async fn search_hub(
     let dense = state
         .engine()
         .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
-    let scope = crate::hub::RepoScope {
+    let scope = quarry_engine::hub::RepoScope {
         globs: settings.hub_repos.clone(),
     };
     let task = {
@@ -901,7 +905,7 @@ async fn search_hub(
         let handle = tokio::runtime::Handle::current();
         // Ranking and embedding are CPU work: off the protocol's threads.
         tokio::task::spawn_blocking(move || {
-            handle.block_on(state.hub.search(&crate::hub::Ask {
+            handle.block_on(state.hub.search(&quarry_engine::hub::Ask {
                 urls: &urls,
                 scope: &scope,
                 checkout: workspace.as_ref(),
@@ -913,8 +917,8 @@ async fn search_hub(
         })
     };
     let budget = Duration::from_millis(settings.hub_timeout_ms);
-    let results = crate::hub::within(budget, task).await?;
-    let phrases: Vec<String> = crate::lexical::Query::parse(query)
+    let results = quarry_engine::hub::within(budget, task).await?;
+    let phrases: Vec<String> = quarry_engine::lexical::Query::parse(query)
         .phrases
         .into_iter()
         .map(|p| p.text)
@@ -941,7 +945,9 @@ async fn search_hub(
             f.root.clone(),
             workspace
                 .as_ref()
-                .map_or(crate::index::DEFAULT_MAX_FILE_SIZE, |w| w.max_file_size),
+                .map_or(quarry_engine::index::DEFAULT_MAX_FILE_SIZE, |w| {
+                    w.max_file_size
+                }),
         ),
     });
     let mut no_text = NoText;
@@ -1041,7 +1047,7 @@ async fn symbols_hub(
         .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
     let task = {
         let (state, urls, query) = (state.clone(), settings.hub.clone(), query.to_string());
-        let scope = crate::hub::RepoScope {
+        let scope = quarry_engine::hub::RepoScope {
             globs: settings.hub_repos.clone(),
         };
         let retry = Duration::from_millis(settings.hub_retry_ms);
@@ -1050,7 +1056,7 @@ async fn symbols_hub(
         tokio::task::spawn_blocking(move || {
             let options = SearchOptions::default();
             handle.block_on(state.hub.symbols(
-                &crate::hub::Ask {
+                &quarry_engine::hub::Ask {
                     urls: &urls,
                     scope: &scope,
                     checkout: checkout.as_ref(),
@@ -1065,7 +1071,7 @@ async fn symbols_hub(
         })
     };
     let budget = Duration::from_millis(settings.hub_timeout_ms);
-    let found = crate::hub::within(budget, task).await?;
+    let found = quarry_engine::hub::within(budget, task).await?;
     Ok(found
         .into_iter()
         .filter_map(|h| {
@@ -1163,7 +1169,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
             disk: DiskText::of(&index),
         };
         let results = tiers.search(&snapshot, query, options, &mut text);
-        let phrases: Vec<String> = crate::lexical::Query::parse(query)
+        let phrases: Vec<String> = quarry_engine::lexical::Query::parse(query)
             .phrases
             .into_iter()
             .map(|p| p.text)
@@ -1211,7 +1217,7 @@ fn search_all(state: &State, query: &str, options: &SearchOptions) -> SearchResp
         response.reason = Some("the embedding model is not loaded yet".into());
     }
     response.hits = merge_folders(lists, options.limit);
-    crate::rank::make_falling(&mut response.hits, |hit| &mut hit.score);
+    quarry_engine::rank::make_falling(&mut response.hits, |hit| &mut hit.score);
     if !walked_any {
         response.no_match = false;
     }

@@ -82,10 +82,6 @@ impl Overlay {
             .map(|b| (b.key().clone(), b.text.clone()))
             .collect()
     }
-
-    pub fn paths(&self) -> Vec<PathBuf> {
-        self.buffers.iter().map(|b| b.key().clone()).collect()
-    }
 }
 
 /// The byte offset of an LSP position (UTF-16 column) in `text`, clamped to

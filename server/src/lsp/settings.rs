@@ -134,7 +134,7 @@ impl Settings {
                                 .collect::<Option<Vec<_>>>()
                         })
                         .ok_or("initializationOptions.exclude must be a list of globs")?;
-                    crate::filter::Filter::new(&[], &settings.exclude, &[], &[])
+                    quarry_engine::filter::Filter::new(&[], &settings.exclude, &[], &[])
                         .map_err(|e| format!("initializationOptions.exclude: {e}"))?;
                 }
                 "debounceMs" => settings.debounce_ms = count(key, value, 60_000)? as u64,

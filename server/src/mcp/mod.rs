@@ -10,10 +10,10 @@
 //! call (errors come back as tool errors).
 
 pub mod lines;
-use crate::chunk::{chunk_file, detect_language, ChunkKind};
-use crate::engine::Engine;
-use crate::filter::Filter;
-use crate::search::{
+use quarry_engine::chunk::{chunk_file, detect_language, ChunkKind};
+use quarry_engine::engine::Engine;
+use quarry_engine::filter::Filter;
+use quarry_engine::search::{
     find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
     TextSource,
 };
@@ -137,7 +137,7 @@ const STILL_INDEXING: &str =
 pub struct HubSearch {
     /// Shards (each a primary or a read replica).
     pub urls: Vec<String>,
-    pub scope: crate::hub::RepoScope,
+    pub scope: quarry_engine::hub::RepoScope,
     /// The hub repository the workspace is a checkout of; `None`: no
     /// overlay (the hub's commits alone).
     pub repo: Option<String>,
@@ -145,7 +145,7 @@ pub struct HubSearch {
     pub timeout: std::time::Duration,
     /// After a failure, how long until the hub is tried again.
     pub retry: std::time::Duration,
-    pub link: crate::hub::HubLink,
+    pub link: quarry_engine::hub::HubLink,
 }
 
 #[derive(Clone)]
@@ -269,7 +269,7 @@ impl QuarryMcp {
         hub: &Arc<HubSearch>,
         name: &str,
         kind: Option<ChunkKind>,
-    ) -> Result<Vec<crate::hub::HubSymbol>, String> {
+    ) -> Result<Vec<quarry_engine::hub::HubSymbol>, String> {
         self.on_hub(
             hub,
             name,
@@ -287,7 +287,7 @@ impl QuarryMcp {
         hub: &Arc<HubSearch>,
         name: &str,
         limit: usize,
-    ) -> Result<Vec<crate::hub::Usage>, String> {
+    ) -> Result<Vec<quarry_engine::hub::Usage>, String> {
         self.on_hub(
             hub,
             name,
@@ -305,7 +305,7 @@ impl QuarryMcp {
         hub: &Arc<HubSearch>,
         repo: &str,
         path: &str,
-    ) -> Result<Option<crate::hub::HubFile>, String> {
+    ) -> Result<Option<quarry_engine::hub::HubFile>, String> {
         let (repo, path) = (repo.to_string(), path.to_string());
         self.on_hub(
             hub,
@@ -328,8 +328,8 @@ impl QuarryMcp {
         options: SearchOptions,
         overlaid: bool,
         call: impl FnOnce(
-                &crate::hub::HubLink,
-                &crate::hub::Ask<'_>,
+                &quarry_engine::hub::HubLink,
+                &quarry_engine::hub::Ask<'_>,
                 &tokio::runtime::Handle,
             ) -> Result<T, String>
             + Send
@@ -338,44 +338,46 @@ impl QuarryMcp {
         let (hub, engine, query) = (hub.clone(), self.engine.clone(), query.to_string());
         let timeout = hub.timeout;
         let handle = tokio::runtime::Handle::current();
-        let task = tokio::task::spawn_blocking(move || {
-            hub.link.changed();
-            let index = engine.index();
-            let checkout = hub
-                .repo
-                .clone()
-                .filter(|_| overlaid)
-                .map(|repo| crate::hub::Checkout {
-                    root: index.root().to_path_buf(),
-                    repo,
-                    buffers: Vec::new(),
-                    max_file_size: index.max_file_size(),
+        let task =
+            tokio::task::spawn_blocking(move || {
+                hub.link.changed();
+                let index = engine.index();
+                let checkout = hub.repo.clone().filter(|_| overlaid).map(|repo| {
+                    quarry_engine::hub::Checkout {
+                        root: index.root().to_path_buf(),
+                        repo,
+                        buffers: Vec::new(),
+                        max_file_size: index.max_file_size(),
+                    }
                 });
-            let dense = engine.tiers().transformer().cloned();
-            let dense = dense.filter(|e| e.unavailable_reason().is_none());
-            let ask = crate::hub::Ask {
-                urls: &hub.urls,
-                scope: &hub.scope,
-                checkout: checkout.as_ref(),
-                query: &query,
-                options: &options,
-                dense: dense.as_deref(),
-                retry: hub.retry,
-            };
-            call(&hub.link, &ask, &handle)
-        });
-        crate::hub::within(timeout, task).await
+                let dense = engine.tiers().transformer().cloned();
+                let dense = dense.filter(|e| e.unavailable_reason().is_none());
+                let ask = quarry_engine::hub::Ask {
+                    urls: &hub.urls,
+                    scope: &hub.scope,
+                    checkout: checkout.as_ref(),
+                    query: &query,
+                    options: &options,
+                    dense: dense.as_deref(),
+                    retry: hub.retry,
+                };
+                call(&hub.link, &ask, &handle)
+            });
+        quarry_engine::hub::within(timeout, task).await
     }
 
     /// A root-relative path inside the workspace, or why not.
     fn resolve(&self, path: &str) -> Result<(PathBuf, String), String> {
         let root = self.engine.index().root();
         let joined = root.join(path.trim_start_matches("./"));
-        let real = crate::confine::check(root, &joined).map_err(|refusal| match refusal {
-            crate::confine::Refusal::Outside(_) => format!("{path:?} is outside the workspace"),
-            other => format!("cannot open {path:?}: {other}"),
-        })?;
-        let rel = crate::walk::relative_path(root, &real)
+        let real =
+            quarry_engine::confine::check(root, &joined).map_err(|refusal| match refusal {
+                quarry_engine::confine::Refusal::Outside(_) => {
+                    format!("{path:?} is outside the workspace")
+                }
+                other => format!("cannot open {path:?}: {other}"),
+            })?;
+        let rel = quarry_engine::walk::relative_path(root, &real)
             .ok_or_else(|| format!("{path:?} is outside the workspace"))?;
         Ok((real, rel))
     }
@@ -395,7 +397,7 @@ impl QuarryMcp {
         if args.query.trim().is_empty() {
             return tool_error("query is empty");
         }
-        if let Err(e) = crate::search::check_query(&args.query) {
+        if let Err(e) = quarry_engine::search::check_query(&args.query) {
             return tool_error(e);
         }
         let own = |v: &Option<String>| v.iter().cloned().collect::<Vec<_>>();
@@ -438,7 +440,10 @@ impl QuarryMcp {
             .tiers()
             .search(&snapshot, &args.query, &options, &mut text);
         if let Some(down) = &hub_down {
-            results.reason = Some(crate::hub::local_reason(down, results.reason.take()));
+            results.reason = Some(quarry_engine::hub::local_reason(
+                down,
+                results.reason.take(),
+            ));
         }
         for hit in &mut results.hits {
             if let Some(file) = text.text(&hit.path) {
@@ -605,7 +610,7 @@ impl QuarryMcp {
                 dense: false,
                 symbol: false,
             },
-            signals: crate::rank::signals::Signals::off(),
+            signals: quarry_engine::rank::signals::Signals::off(),
             ..SearchOptions::default()
         };
         let snapshot = self.engine.index().snapshot();
@@ -622,7 +627,7 @@ impl QuarryMcp {
             if hit.name == name || hit.symbol == symbol {
                 continue;
             }
-            let Ok(file) = crate::confine::read_text(
+            let Ok(file) = quarry_engine::confine::read_text(
                 self.engine.index().root(),
                 Path::new(&hit.path),
                 self.engine.index().max_file_size(),
@@ -778,7 +783,7 @@ impl QuarryMcp {
                     Ok(found) => found,
                     Err(e) => return tool_error(e),
                 };
-                match crate::confine::read_text(
+                match quarry_engine::confine::read_text(
                     self.engine.index().root(),
                     &abs,
                     self.engine.index().max_file_size(),
@@ -1034,7 +1039,7 @@ fn write_usages(out: &mut String, heading: &str, entries: &[Value]) {
 
 /// `find_usages`' answer from the hub's usages: grouped by repository and
 /// file, each with its definition and lines.
-fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
+fn hub_usages(name: &str, found: Vec<quarry_engine::hub::Usage>) -> CallToolResult {
     if found.is_empty() {
         return with_structure(
             format!("No usages of `{name}` outside its definition in the hub."),
@@ -1079,7 +1084,7 @@ fn hub_usages(name: &str, found: Vec<crate::hub::Usage>) -> CallToolResult {
 
 /// Whether `line` holds `word` as a whole identifier.
 fn has_word(line: &str, word: &str) -> bool {
-    crate::lexical::tokenize::whole_word_matches(line, word)
+    quarry_engine::lexical::tokenize::whole_word_matches(line, word)
         .next()
         .is_some()
 }

@@ -1,7 +1,7 @@
 //! Starting and stopping the real `quarry lsp` binary for the stdio tests.
 
 use super::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::ExitStatus;
@@ -59,9 +59,9 @@ pub fn start_with_options(ws: &Workspace, model: Option<&Path>, options: Value) 
 fn ensure_static_tier(model: &Path) {
     static ONCE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
-        let engine = quarry::dense::DenseEngine::load(quarry::dense::DenseConfig {
+        let engine = quarry_engine::dense::DenseEngine::load(quarry_engine::dense::DenseConfig {
             model_dir: Some(model.to_path_buf()),
-            ..quarry::dense::DenseConfig::default()
+            ..quarry_engine::dense::DenseConfig::default()
         });
         match engine.static_from() {
             Some(fast) => {

@@ -5,7 +5,7 @@ pub mod lsp;
 pub mod mcp;
 pub mod postgres;
 
-use quarry::index::{Index, IndexConfig};
+use quarry_engine::index::{Index, IndexConfig};
 use std::path::{Path, PathBuf};
 
 pub fn fixture_dir() -> PathBuf {
@@ -139,7 +139,7 @@ impl Workspace {
     }
 
     /// Waits until every file of the workspace has aged past the "racily
-    /// clean" window (`quarry::walk::stat` gives it a non-zero stamp), so
+    /// clean" window (`quarry_engine::walk::stat` gives it a non-zero stamp), so
     /// the next refresh records settled rows and a refresh after it has
     /// nothing to write, however fast the machine runs the test. Waits on
     /// the condition, not for a fixed time; gives up after 10 s.
@@ -148,7 +148,7 @@ impl Workspace {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while paths
             .iter()
-            .any(|p| quarry::walk::stat(p).expect("stat").stamp == 0)
+            .any(|p| quarry_engine::walk::stat(p).expect("stat").stamp == 0)
         {
             assert!(
                 std::time::Instant::now() < deadline,

@@ -8,12 +8,12 @@
 //! a skip note and pass, unless `QUARRY_REQUIRE_MODEL=1` (CI), where they fail.
 //!
 //! Load time, throughput and query latency are measured by
-//! `quarry bench --dense DIR`, not here.
+//! `quarry-bench --dense DIR`, not here.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use quarry::dense::embed::{locate_model, Embedder, EmbedderOptions, Precision};
+use quarry_encoder::embed::{locate_model, Embedder, EmbedderOptions, Precision};
 
 // The binary's allocator, so the model runs as it does in `quarry`.
 #[global_allocator]

@@ -3,7 +3,7 @@
 //! lexical search and the symbol index.
 
 use crate::common::{golden, Workspace};
-use quarry::search::{find_symbols, search, DiskText, SearchOptions};
+use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
 
 #[test]
 fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {

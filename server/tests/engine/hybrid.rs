@@ -7,9 +7,9 @@
 //! these tests can not silently skip.
 
 use crate::common::Workspace;
-use quarry::dense::{DenseConfig, DenseEngine};
-use quarry::index::{EmbedStats, Index};
-use quarry::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};
+use quarry_engine::dense::{DenseConfig, DenseEngine};
+use quarry_engine::index::{EmbedStats, Index};
+use quarry_engine::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};
 use std::path::Path;
 
 /// The real model, or `None` (with a note) when it is not installed and
@@ -226,7 +226,7 @@ fn a_partial_dense_list_counts_in_proportion_to_its_coverage() {
         // Plain fusion: no signal that weighs a hit by its neighbours.
         let mut options = SearchOptions {
             limit: 30,
-            signals: quarry::rank::signals::Signals::off(),
+            signals: quarry_engine::rank::signals::Signals::off(),
             ..SearchOptions::default()
         };
         options.fuse.partial_power = power;
@@ -430,7 +430,7 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     };
     let fast = engine.static_from().expect("a static tier");
     assert_eq!(fast.unavailable_reason(), None);
-    assert_eq!(fast.tier(), quarry::dense::DenseTier::Static);
+    assert_eq!(fast.tier(), quarry_engine::dense::DenseTier::Static);
     assert_ne!(fast.model_id(), engine.model_id());
     let ws = Workspace::fixture();
     let index = refreshed(&ws);
@@ -438,7 +438,7 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     let stats = embed_all(&index, &fast);
     let elapsed = started.elapsed();
     let snapshot = index.snapshot();
-    let (covered, total) = snapshot.coverage_of(quarry::dense::DenseTier::Static);
+    let (covered, total) = snapshot.coverage_of(quarry_engine::dense::DenseTier::Static);
     assert_eq!((covered, stats.computed), (total, total), "{stats:?}");
     // The transformer's coverage is its own: nothing yet.
     assert_eq!(snapshot.coverage().0, 0);
@@ -460,7 +460,9 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     index.attach_dense(&engine).expect("attach transformer");
     let snapshot = index.snapshot();
     assert_eq!(
-        snapshot.coverage_of(quarry::dense::DenseTier::Static).0,
+        snapshot
+            .coverage_of(quarry_engine::dense::DenseTier::Static)
+            .0,
         total
     );
     assert_eq!(snapshot.coverage().0, total);
@@ -564,7 +566,7 @@ fn the_result_contract_holds_on_a_real_crate() {
         .collect();
     assert!(impls.contains(&"impl WalkBuilder"), "{impls:?}");
     // workspace/symbol: the struct before the impl block of the same name.
-    let symbols = quarry::search::find_symbols(&snapshot, "WalkBuilder", None, 10);
+    let symbols = quarry_engine::search::find_symbols(&snapshot, "WalkBuilder", None, 10);
     let kinds: Vec<&str> = symbols
         .iter()
         .filter(|s| s.qualified_name == "WalkBuilder")

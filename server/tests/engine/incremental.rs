@@ -4,8 +4,8 @@
 //! committed state; snapshots never change under a reader.
 
 use crate::common::Workspace;
-use quarry::index::Index;
-use quarry::search::{find_symbols, search, DiskText, SearchOptions};
+use quarry_engine::index::Index;
+use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
 
 fn top_symbol(index: &Index, query: &str) -> Option<String> {
     let snapshot = index.snapshot();
@@ -16,7 +16,7 @@ fn top_symbol(index: &Index, query: &str) -> Option<String> {
         .map(|h| h.symbol.clone())
 }
 
-fn has_symbol(snapshot: &quarry::index::Snapshot, name: &str) -> bool {
+fn has_symbol(snapshot: &quarry_engine::index::Snapshot, name: &str) -> bool {
     find_symbols(snapshot, name, None, 10)
         .iter()
         .any(|h| h.name == name)
@@ -56,7 +56,9 @@ fn cold_then_noop_then_one_edit() {
         "{noop:?}; stats now: {:?}",
         ws.files()
             .iter()
-            .map(|path| quarry::walk::stat(path).map(|s| (s.mtime_ns, s.stamp)).ok())
+            .map(|path| quarry_engine::walk::stat(path)
+                .map(|s| (s.mtime_ns, s.stamp))
+                .ok())
             .collect::<Vec<_>>()
     );
 
@@ -404,7 +406,7 @@ fn a_reader_overlays_its_own_buffers_and_saves_until_the_writer_commits() {
     writer.update_paths(&paths).expect("writer update");
     assert_eq!(
         reader.catch_up().expect("follow"),
-        quarry::index::CatchUp::Reloaded
+        quarry_engine::index::CatchUp::Reloaded
     );
     let snapshot = reader.snapshot();
     assert!(has_symbol(&snapshot, "beta_saved"));

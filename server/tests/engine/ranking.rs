@@ -2,9 +2,9 @@
 //! with backfill and the diverse head, filters and the code-aware signals.
 
 use crate::common::Workspace;
-use quarry::filter::Filter;
-use quarry::rank::signals::{PathPenalties, Signals};
-use quarry::search::{find_symbols, search, DiskText, SearchOptions};
+use quarry_engine::filter::Filter;
+use quarry_engine::rank::signals::{PathPenalties, Signals};
+use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
 
 fn crowded_workspace() -> Workspace {
     let ws = Workspace::empty();

@@ -7,7 +7,7 @@
 use crate::common::lsp::{start_with, uri, wait_exit};
 use crate::common::mcp::Mcp;
 use crate::common::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -241,7 +241,7 @@ fn read_only_readers_never_serve_outside_text_hang_or_stale_lines() {
 /// The first file under `root` with this extension (sorted, for a stable
 /// choice), larger than 10 lines: (absolute, root-relative) paths.
 fn first_file_with(root: &Path, ext: &str) -> (PathBuf, String) {
-    quarry::walk::walk(root, None, &Default::default())
+    quarry_engine::walk::walk(root, None, &Default::default())
         .files
         .into_iter()
         .filter(|f| f.abs_path.extension().is_some_and(|e| e == ext))

@@ -269,8 +269,8 @@ struct Baseline {
     answers: String,
 }
 
-fn answers(index: &quarry::index::Index) -> String {
-    use quarry::search::{find_symbols, search, DiskText, SearchOptions};
+fn answers(index: &quarry_engine::index::Index) -> String {
+    use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
     let snapshot = index.snapshot();
     let mut text = DiskText::of(index);
     let mut out = String::new();
@@ -352,9 +352,9 @@ proptest::proptest! {
             4 => replace(&target, "dir"),
             _ => replace(&target, "dev-zero"),
         }
-        let index = quarry::index::Index::open(quarry::index::IndexConfig {
+        let index = quarry_engine::index::Index::open(quarry_engine::index::IndexConfig {
             cache_dir: Some(cache.clone()),
-            ..quarry::index::IndexConfig::new(base.ws.root())
+            ..quarry_engine::index::IndexConfig::new(base.ws.root())
         })
         .expect("open");
         index.refresh(&|_| {}).expect("refresh");

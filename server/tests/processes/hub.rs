@@ -45,7 +45,7 @@ fn push(ws: &Workspace, url: &str, repo: &str, commit: &str, extra: &[&str]) -> 
 }
 
 fn model_present() -> bool {
-    match quarry::dense::embed::locate_model(None) {
+    match quarry_encoder::embed::locate_model(None) {
         Ok(_) => true,
         Err(e) => {
             if std::env::var("QUARRY_REQUIRE_MODEL").as_deref() == Ok("1") {

@@ -9,7 +9,7 @@
 use crate::common::lsp::{hit_symbols, open_and_append, start_walked, start_with, uri};
 use crate::common::mcp::Mcp;
 use crate::common::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 

@@ -81,7 +81,7 @@ fn a_hub_backed_server_is_never_stale_and_outlives_the_hub() {
         None,
         json!({"debounceMs": 30, "hub": pg.url(), "hubRepo": "app", "hubRetryMs": 200}),
     );
-    let search = |client: &mut quarry::bench::lsp_client::Client, query: &str| {
+    let search = |client: &mut quarry_bench::lsp_client::Client, query: &str| {
         client.result("quarry/search", json!({"query": query, "limit": 10}))
     };
 

@@ -5,7 +5,7 @@
 
 use crate::common::lsp::{hit_symbols, open_and_append, start_with, uri};
 use crate::common::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -275,7 +275,7 @@ fn bad_initialization_options_are_refused_clearly() {
 
 #[test]
 fn goes_hybrid_once_the_model_has_embedded_the_workspace() {
-    let model = match quarry::dense::embed::locate_model(None) {
+    let model = match quarry_encoder::embed::locate_model(None) {
         Ok(dir) => dir,
         Err(e) => {
             assert!(

@@ -7,14 +7,14 @@ use crate::common::lsp::{
     hit_symbols, open_and_append, start_with, start_with_options, uri, wait_exit,
 };
 use crate::common::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 fn model() -> Option<PathBuf> {
-    match quarry::dense::embed::locate_model(None) {
+    match quarry_encoder::embed::locate_model(None) {
         Ok(dir) => Some(dir),
         Err(e) => {
             assert!(

@@ -6,7 +6,7 @@
 
 use crate::common::lsp::{start_with, start_with_options, wait_exit};
 use crate::common::Workspace;
-use quarry::bench::lsp_client::Client;
+use quarry_bench::lsp_client::Client;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent float64 reference for quarry's embedder (server/src/dense/embed.rs).
+"""Independent float64 reference for quarry's embedder (server/crates/encoder/src/embed.rs).
 
 Computes sentence-transformers all-MiniLM-L6-v2 embeddings with nothing but
 numpy and the Python standard library:

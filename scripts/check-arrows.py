@@ -114,7 +114,10 @@ def main() -> int:
     for src_rel, layers in LAYERS.items():
         src = ROOT / src_rel
         layer_of = {m: i for i, group in enumerate(layers) for m in group}
-        files = sorted(src.rglob("*.rs"))
+        # A `main.rs` beside a `lib.rs` is another crate (the binary), which
+        # uses the library by its name, never through `crate::`.
+        files = sorted(f for f in src.rglob("*.rs")
+                       if not (f.name == "main.rs" and (f.parent / "lib.rs").exists()))
         modules = {tuple(module_path(src, f)) for f in files}
         edges: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
         for file in files:

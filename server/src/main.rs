@@ -9,7 +9,7 @@ use quarry_engine::dense::{DenseConfig, DenseEngine, DenseTier};
 use quarry_engine::engine::Engine;
 use quarry_engine::filter::Filter;
 use quarry_engine::index::{EmbedStats, Index, IndexConfig, Progress, UpdateStats};
-use quarry_engine::search::{self, SearchOptions};
+use quarry_engine::search::{self, Mode, SearchOptions};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -656,8 +656,8 @@ fn run(cli: Cli) -> Result<()> {
                 // The same words as the JSON's `mode`.
                 let reason = results.reason.as_deref().unwrap_or("");
                 match results.mode {
-                    "lexical" => eprintln!("quarry: lexical-only search: {reason}"),
-                    "partial" => eprintln!(
+                    Mode::Lexical => eprintln!("quarry: lexical-only search: {reason}"),
+                    Mode::Partial => eprintln!(
                         "quarry: partial hybrid search ({} of {} chunks embedded; `quarry index` \
                          embeds the rest): {reason}",
                         results.coverage.embedded, results.coverage.total

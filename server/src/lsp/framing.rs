@@ -157,7 +157,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 Some(at) => {
                     // The tail of a body cut short by its Content-Length,
                     // or noise: resynchronise on the header.
-                    super::log(&format!(
+                    super::state::log(&format!(
                         "skipped {at} bytes of garbage before a Content-Length header"
                     ));
                     line = &line[at..];
@@ -179,7 +179,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') => {} // Content-Type and the like
                 _ if length.is_none() && problem.is_none() => {
                     // Not a header and no frame started: noise between frames.
-                    super::log(&format!(
+                    super::state::log(&format!(
                         "skipped a line that is not an LSP header ({} bytes)",
                         line.len()
                     ));
@@ -295,7 +295,7 @@ fn admit(body: &[u8], gate: &Gate) -> Result<Vec<u8>, Vec<u8>> {
         mut message,
         mut repaired,
     } = crate::jsonrpc::parse(body).map_err(|answer| {
-        super::log(&format!("unusable message: {}", answer["error"]["message"]));
+        super::state::log(&format!("unusable message: {}", answer["error"]["message"]));
         frame(answer.to_string().as_bytes())
     })?;
     if let Some(params) = message.get_mut("params") {
@@ -339,7 +339,7 @@ where
         match reader.frame(gate.max_message, true).await {
             Frame::Eof => break,
             Frame::Malformed(why) => {
-                super::log(&format!("malformed message: {why}"));
+                super::state::log(&format!("malformed message: {why}"));
                 let _ = errors.send(error_response(
                     Value::Null,
                     -32700,

@@ -9,7 +9,7 @@
 //! open files).
 //! Never: blocks a request, or runs index work on the runtime's threads.
 
-use super::{Folder, State};
+use super::state::{Folder, Progress, State};
 use quarry_engine::dense::{DenseConfig, DenseEngine, DenseTier};
 use quarry_engine::engine::EMBED_ROUND;
 use quarry_engine::index::{Index, IndexConfig};
@@ -19,9 +19,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tower_lsp_server::ls_types::MessageType;
-
-pub(super) type Progress =
-    tower_lsp_server::OngoingProgress<tower_lsp_server::Bounded, tower_lsp_server::NotCancellable>;
 
 /// A background job that ended without a result: it panicked, or its
 /// thread could not start.

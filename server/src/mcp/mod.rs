@@ -14,8 +14,8 @@ use quarry_engine::chunk::{chunk_file, detect_language, ChunkKind};
 use quarry_engine::engine::Engine;
 use quarry_engine::filter::Filter;
 use quarry_engine::search::{
-    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, SearchOptions,
-    TextSource,
+    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, Mode, SearchOptions,
+    Source, TextSource,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
@@ -253,7 +253,7 @@ impl QuarryMcp {
                 hit.path,
                 hit.start_line,
                 hit.end_line,
-                hit.sources.join("+"),
+                Source::joined(&hit.sources),
                 hit.snippet.trim_end()
             );
         }
@@ -458,10 +458,10 @@ impl QuarryMcp {
             let _ = writeln!(out, "_{down}_\n");
         }
         match (results.mode, &results.reason) {
-            ("lexical", Some(reason)) => {
+            (Mode::Lexical, Some(reason)) => {
                 let _ = writeln!(out, "_lexical-only: {reason}_\n");
             }
-            ("partial", Some(reason)) => {
+            (Mode::Partial, Some(reason)) => {
                 let _ = writeln!(out, "_partial hybrid: {reason}_\n");
             }
             _ => {}
@@ -483,7 +483,7 @@ impl QuarryMcp {
                 hit.path,
                 hit.start_line,
                 hit.end_line,
-                hit.sources.join("+"),
+                Source::joined(&hit.sources),
                 hit.snippet.trim_end()
             );
         }

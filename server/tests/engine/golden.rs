@@ -3,7 +3,7 @@
 //! lexical search and the symbol index.
 
 use crate::common::{golden, Workspace};
-use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
+use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions, Source};
 
 #[test]
 fn every_fixture_definition_ranks_first_by_name_and_qualified_name() {
@@ -117,7 +117,7 @@ fn quoted_error_string_is_a_verified_phrase_match() {
     )
     .hits;
     let first = hits.first().expect("a phrase hit");
-    assert!(first.sources.contains(&"phrase"), "{first:?}");
+    assert!(first.sources.contains(&Source::Phrase), "{first:?}");
     let file = std::fs::read_to_string(index.root().join(&first.path)).expect("read");
     let body: Vec<&str> = file
         .lines()
@@ -144,7 +144,7 @@ fn an_unmatched_or_unbalanced_phrase_never_empties_the_result() {
     )
     .hits;
     assert!(!hits.is_empty(), "an unmatched phrase emptied the result");
-    assert!(hits.iter().all(|h| !h.sources.contains(&"phrase")));
+    assert!(hits.iter().all(|h| !h.sources.contains(&Source::Phrase)));
     assert!(hits.iter().any(|h| h.symbol.starts_with("GraphStore")));
     // An issue text: an unbalanced quote, a quoted word, a verified message.
     let issue = "After upgrading, the graph store panics when two threads insert at once. \
@@ -154,5 +154,5 @@ fn an_unmatched_or_unbalanced_phrase_never_empties_the_result() {
     let hits = search(&snapshot, issue, &options, &mut text).hits;
     assert!(hits.len() >= 5, "issue text gave {} hits", hits.len());
     let first = hits.first().expect("a hit");
-    assert!(first.sources.contains(&"phrase"), "{first:?}");
+    assert!(first.sources.contains(&Source::Phrase), "{first:?}");
 }

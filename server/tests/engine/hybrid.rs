@@ -9,7 +9,9 @@
 use crate::common::Workspace;
 use quarry_engine::dense::{DenseConfig, DenseEngine};
 use quarry_engine::index::{EmbedStats, Index};
-use quarry_engine::search::{search_blended, search_with, DiskText, SearchOptions, SearchResults};
+use quarry_engine::search::{
+    search_blended, search_with, DiskText, Mode, SearchOptions, SearchResults, Source,
+};
 use std::path::Path;
 
 /// The real model, or `None` (with a note) when it is not installed and
@@ -87,13 +89,15 @@ fn concept_queries_find_code_without_shared_words() {
         ),
     ] {
         let results = run(&index, &engine, query);
-        assert_eq!(results.mode, "hybrid", "{query}: {:?}", results.reason);
+        assert_eq!(results.mode, Mode::Hybrid, "{query}: {:?}", results.reason);
         let coverage = results.coverage;
         assert_eq!(coverage.embedded, coverage.total);
         let found = results
             .hits
             .iter()
-            .find(|h| expected_paths.contains(&h.path.as_str()) && h.sources.contains(&"dense"))
+            .find(|h| {
+                expected_paths.contains(&h.path.as_str()) && h.sources.contains(&Source::Dense)
+            })
             .unwrap_or_else(|| {
                 panic!(
                     "{query:?}: {expected_paths:?} not found by the dense branch in {:?}",
@@ -104,14 +108,14 @@ fn concept_queries_find_code_without_shared_words() {
                         .collect::<Vec<_>>()
                 )
             });
-        assert!(found.sources.contains(&"dense"), "{found:?}");
+        assert!(found.sources.contains(&Source::Dense), "{found:?}");
         assert!(found.ranks.contains_key("dense"));
     }
     // Identifiers still win through the lexical and symbol branches.
     let results = run(&index, &engine, "GraphStore::lookup");
     let first = &results.hits[0];
     assert_eq!(first.symbol, "GraphStore::lookup");
-    assert!(first.sources.contains(&"lexical") && first.sources.contains(&"symbol"));
+    assert!(first.sources.contains(&Source::Lexical) && first.sources.contains(&Source::Symbol));
 }
 
 #[test]
@@ -171,18 +175,18 @@ fn embedding_failure_falls_back_to_lexical_and_recovers() {
     };
     let ws = Workspace::fixture();
     let index = indexed(&ws, &engine);
-    assert_eq!(run(&index, &engine, "retry budget").mode, "hybrid");
+    assert_eq!(run(&index, &engine, "retry budget").mode, Mode::Hybrid);
 
     engine.inject_failure(true);
     let results = run(&index, &engine, "retry budget exhausted");
-    assert_eq!(results.mode, "lexical");
+    assert_eq!(results.mode, Mode::Lexical);
     let reason = results.reason.expect("a reason");
     assert!(reason.contains("embedding failed"), "{reason}");
     assert!(!results.hits.is_empty(), "lexical results still come back");
 
     engine.inject_failure(false);
     let results = run(&index, &engine, "retry budget exhausted");
-    assert_eq!(results.mode, "hybrid", "{:?}", results.reason);
+    assert_eq!(results.mode, Mode::Hybrid, "{:?}", results.reason);
 }
 
 #[test]
@@ -198,7 +202,7 @@ fn partial_coverage_is_reported() {
         .expect("embed");
     assert_eq!(stats.embedded, 10);
     let results = run(&index, &engine, "token bucket");
-    assert_eq!(results.mode, "partial");
+    assert_eq!(results.mode, Mode::Partial);
     assert!(results.reason.unwrap().contains("10 of"));
     assert_eq!(results.coverage.embedded, 10);
     assert!(results.coverage.total > 10);
@@ -238,11 +242,11 @@ fn a_partial_dense_list_counts_in_proportion_to_its_coverage() {
             &mut text,
             Some(&engine),
         );
-        assert_eq!(results.mode, "partial", "{:?}", results.reason);
+        assert_eq!(results.mode, Mode::Partial, "{:?}", results.reason);
         results
             .hits
             .into_iter()
-            .filter(|h| h.sources == ["dense"])
+            .filter(|h| h.sources == [Source::Dense])
             .map(|h| ((h.path, h.start_line), h.score))
             .collect::<std::collections::HashMap<_, _>>()
     };
@@ -310,13 +314,17 @@ fn the_static_tier_stands_in_where_the_transformer_has_no_vector() {
             .unwrap_or_default()
     };
     let with = search(2.0);
-    assert_eq!(with.mode, "partial");
+    assert_eq!(with.mode, Mode::Partial);
     assert!(
         with.reason.as_deref().unwrap_or("").contains("stand in"),
         "{:?}",
         with.reason
     );
-    assert!(bloom_sources(&with).contains(&"dense"), "{:?}", with.hits);
+    assert!(
+        bloom_sources(&with).contains(&Source::Dense),
+        "{:?}",
+        with.hits
+    );
     let without = search(f32::INFINITY);
     assert!(
         without
@@ -328,7 +336,7 @@ fn the_static_tier_stands_in_where_the_transformer_has_no_vector() {
         without.reason
     );
     assert!(
-        !bloom_sources(&without).contains(&"dense"),
+        !bloom_sources(&without).contains(&Source::Dense),
         "{:?}",
         without.hits
     );
@@ -350,7 +358,7 @@ fn without_a_model_search_is_lexical_and_says_why() {
         .expect("embed without model");
     assert_eq!(stats.embedded, 0);
     let results = run(&index, &engine, "GraphStore::lookup");
-    assert_eq!(results.mode, "lexical");
+    assert_eq!(results.mode, Mode::Lexical);
     assert!(
         results.reason.as_deref().unwrap_or("").contains("model"),
         "{:?}",
@@ -381,7 +389,7 @@ fn lexical_search_answers_while_embedding_runs() {
         assert_eq!(stats.remaining, 0);
     });
     let results = run(&index, &engine, "GraphStore::lookup");
-    assert_eq!(results.mode, "hybrid");
+    assert_eq!(results.mode, Mode::Hybrid);
     assert_eq!(results.coverage.embedded, results.coverage.total);
 }
 
@@ -444,13 +452,13 @@ fn the_static_tier_covers_every_chunk_in_one_fast_pass() {
     assert_eq!(snapshot.coverage().0, 0);
     eprintln!("static tier: {total} chunks in {elapsed:?}");
     let results = run(&index, &fast, "probabilistic set membership");
-    assert_eq!(results.mode, "hybrid", "{:?}", results.reason);
+    assert_eq!(results.mode, Mode::Hybrid, "{:?}", results.reason);
     let bloom = results
         .hits
         .iter()
         .find(|h| h.path == "native/bloom_filter.cpp")
         .unwrap_or_else(|| panic!("{:?}", results.hits));
-    assert!(bloom.sources.contains(&"dense"), "{bloom:?}");
+    assert!(bloom.sources.contains(&Source::Dense), "{bloom:?}");
     // Both tiers' vectors persist side by side.
     index.save_vectors().expect("save");
     embed_all(&index, &engine);
@@ -507,7 +515,7 @@ fn the_result_contract_holds_on_a_real_crate() {
         "max filesize",
     ] {
         let (r10, r30, r100) = (at(query, 10, 0), at(query, 30, 0), at(query, 100, 0));
-        assert_eq!(r10.mode, "hybrid");
+        assert_eq!(r10.mode, Mode::Hybrid);
         let (k10, k30, k100) = (key(&r10), key(&r30), key(&r100));
         assert_eq!(k10.len(), 10, "{query}");
         assert_eq!(k10[..], k30[..10], "{query}: limit 30 reordered the head");
@@ -542,7 +550,7 @@ fn the_result_contract_holds_on_a_real_crate() {
         for hit in &capped.hits {
             let n = seen.entry(hit.path.as_str()).or_default();
             *n += 1;
-            let over = *n > 2 && !hit.sources.contains(&"exact");
+            let over = *n > 2 && !hit.sources.contains(&Source::Exact);
             assert!(over || !deferred, "{query}: {:?}", key(&capped));
             deferred |= over;
         }

@@ -3,7 +3,8 @@
 
 use crate::common::Workspace;
 use quarry_engine::filter::Filter;
-use quarry_engine::rank::signals::{PathPenalties, Signals};
+use quarry_engine::rank::classes::PathPenalties;
+use quarry_engine::rank::signals::Signals;
 use quarry_engine::search::{find_symbols, search, DiskText, SearchOptions};
 
 fn crowded_workspace() -> Workspace {
@@ -38,7 +39,14 @@ fn run(
     search(&snapshot, query, options, &mut text)
         .hits
         .into_iter()
-        .map(|h| (h.path, h.symbol, h.score, h.sources))
+        .map(|h| {
+            (
+                h.path,
+                h.symbol,
+                h.score,
+                h.sources.iter().map(|s| s.name()).collect(),
+            )
+        })
         .collect()
 }
 

@@ -19,7 +19,8 @@
 use quarry_engine::chunk::{chunk_file, ChunkKind, Language};
 use quarry_engine::dense::{DenseConfig, DenseEngine, DenseTier};
 use quarry_engine::index::{Index, IndexConfig};
-use quarry_engine::rank::signals::{path_class, ContentPenalties, PathPenalties, Signals};
+use quarry_engine::rank::classes::{path_class, ContentPenalties, PathPenalties};
+use quarry_engine::rank::signals::Signals;
 use quarry_engine::rank::FuseConfig;
 use quarry_engine::search::{search_with, Branches, DiskText, SearchOptions};
 use serde::Serialize;

@@ -7,7 +7,7 @@
 //! `fields.py`), tokio an alternative timer as `runtime/time_alt/` beside
 //! `runtime/time/`. A question about the project is answered by the current
 //! code; the copy repeats its words and pushes it down. Ranking demotes
-//! what this module marks (`rank::signals::PathClass::Superseded`).
+//! what this module marks (`rank::classes::PathClass::Superseded`).
 //!
 //! Never: read a file, or mark a folder from its name alone: a `v1/` or
 //! `*_old/` folder counts only when the code it stands beside is there too.

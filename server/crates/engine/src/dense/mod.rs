@@ -131,6 +131,24 @@ pub struct EmbedCounts {
     pub computed: usize,
 }
 
+/// Why an embedding call gave no vectors.
+#[derive(Debug, thiserror::Error)]
+pub enum DenseError {
+    /// The engine has no usable model (`DenseEngine::unavailable_reason`
+    /// says why: not found, not loadable, or turned off).
+    #[error("{0}")]
+    Unavailable(String),
+    /// The model ran and failed (tokenizer or forward pass).
+    #[error("embedding failed: {0}")]
+    Embed(#[from] embed::ModelError),
+    /// The model returned no vector for a text.
+    #[error("embedding failed: no vector")]
+    NoVector,
+    /// `inject_failure` is on (tests of the lexical fallback).
+    #[error("embedding failed: injected failure")]
+    Injected,
+}
+
 pub struct DenseEngine {
     config: DenseConfig,
     embedder: Result<Model, String>,
@@ -138,7 +156,8 @@ pub struct DenseEngine {
     model_dir: Option<PathBuf>,
     cache: Mutex<Option<VectorCache>>,
     recent_queries: Mutex<VecDeque<(String, Arc<Vec<f32>>)>>,
-    /// Fault injection for tests and drills: makes every embedding fail.
+    /// Fault injection for tests (`inject_failure`): makes every embedding
+    /// fail. Always false in the product.
     fail: AtomicBool,
 }
 
@@ -245,21 +264,25 @@ impl DenseEngine {
     }
 
     /// Makes every later embedding fail (`true`) or work again (`false`).
-    /// For tests and failure drills of the lexical fallback.
+    /// For tests of the lexical fallback (the `test-hooks` feature).
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn inject_failure(&self, fail: bool) {
         self.fail.store(fail, Ordering::SeqCst);
     }
 
-    fn working_embedder(&self) -> Result<&Model, String> {
-        let embedder = self.embedder.as_ref().map_err(Clone::clone)?;
+    fn working_embedder(&self) -> Result<&Model, DenseError> {
+        let embedder = self
+            .embedder
+            .as_ref()
+            .map_err(|reason| DenseError::Unavailable(reason.clone()))?;
         if self.fail.load(Ordering::SeqCst) {
-            return Err("embedding failed: injected failure".into());
+            return Err(DenseError::Injected);
         }
         Ok(embedder)
     }
 
     /// The vector of a query, from the recent-query cache when possible.
-    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>, String> {
+    pub fn embed_query(&self, query: &str) -> Result<Arc<Vec<f32>>, DenseError> {
         let embedder = self.working_embedder()?;
         let mut recent = self
             .recent_queries
@@ -274,10 +297,9 @@ impl DenseEngine {
         }
         drop(recent);
         let vector = embedder
-            .embed(&[query])
-            .map_err(|e| format!("embedding failed: {e}"))?
+            .embed(&[query])?
             .pop()
-            .ok_or_else(|| "embedding failed: no vector".to_string())?;
+            .ok_or(DenseError::NoVector)?;
         let vector = Arc::new(vector);
         let mut recent = self
             .recent_queries
@@ -290,7 +312,10 @@ impl DenseEngine {
 
     /// The vectors the machine-wide cache has for these chunk texts (no
     /// model run): `None` for the texts it lacks.
-    pub fn cached_vectors(&self, inputs: &[ChunkText]) -> Result<Vec<Option<Vec<f32>>>, String> {
+    pub fn cached_vectors(
+        &self,
+        inputs: &[ChunkText],
+    ) -> Result<Vec<Option<Vec<f32>>>, DenseError> {
         let embedder = self.working_embedder()?;
         let model_id = embedder.model_id();
         let mut guard = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -318,7 +343,7 @@ impl DenseEngine {
     pub fn embed_texts(
         &self,
         inputs: &[ChunkText],
-    ) -> Result<(Vec<Vec<f32>>, EmbedCounts), String> {
+    ) -> Result<(Vec<Vec<f32>>, EmbedCounts), DenseError> {
         let embedder = self.working_embedder()?;
         let model_id = embedder.model_id();
         let keys: Vec<cache::CacheKey> = inputs
@@ -342,9 +367,7 @@ impl DenseEngine {
         let mut fresh: Vec<(cache::CacheKey, Vec<f32>)> = Vec::with_capacity(missing.len());
         for batch in missing.chunks(self.config.batch_size.max(1)) {
             let batch_texts: Vec<&str> = batch.iter().map(|i| texts[*i]).collect();
-            let vectors = embedder
-                .embed(&batch_texts)
-                .map_err(|e| format!("embedding failed: {e}"))?;
+            let vectors = embedder.embed(&batch_texts)?;
             for (i, vector) in batch.iter().zip(vectors) {
                 fresh.push((keys[*i], vector.clone()));
                 out[*i] = Some(vector);

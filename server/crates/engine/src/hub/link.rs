@@ -10,10 +10,13 @@
 //! answers from its local index with the reason this returns), or show a
 //! password (hub errors carry redacted URLs).
 
-use super::{
-    file, search, symbols, usages, Hub, HubError, HubFile, HubResults, HubSymbol, Overlay,
-    RepoScope, Usage,
-};
+use super::conn::Hub;
+use super::error::HubError;
+use super::overlay::Overlay;
+use super::query::RepoScope;
+use super::query::{search, HubResults};
+use super::read::{file, usages, HubFile, Usage};
+use super::symbols::{symbols, HubSymbol};
 use crate::chunk::ChunkKind;
 use crate::dense::DenseEngine;
 use crate::search::SearchOptions;

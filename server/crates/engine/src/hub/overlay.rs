@@ -10,9 +10,10 @@
 //! Never: index the whole checkout (only what differs), or read a file
 //! outside the root (reads go through `confine`).
 
+use super::conn::Hub;
+use super::error::{sql, HubError};
 use super::push::{parse, NewFile};
 use super::schema::DIM;
-use super::{sql, Hub, HubError};
 use crate::chunk::detect_language;
 use crate::dense::DenseEngine;
 use crate::index::chunk_text;

@@ -9,8 +9,9 @@
 //! push rolls the whole transaction back), or embed a chunk whose vector
 //! the hub already holds (vectors are keyed by what was embedded).
 
+use super::conn::Hub;
+use super::error::{sql, HubError};
 use super::schema::DIM;
-use super::{sql, Hub, HubError};
 use crate::chunk::Language;
 use crate::dense::ChunkText;
 use crate::dense::DenseEngine;

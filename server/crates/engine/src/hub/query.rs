@@ -10,19 +10,22 @@
 //! Never: rank in SQL beyond choosing candidates, or read a row the role
 //! may not (row-level security filters every table).
 
+use super::conn::Hub;
+use super::error::{sql, HubError};
 use super::overlay::{Overlay, OverlaySource};
 use super::push::vector_text;
 use super::schema::DIM;
-use super::{sql, Hub, HubError};
 use crate::chunk::{Chunk, ChunkKind, Language};
 use crate::dense::vectors::VectorIndex;
 use crate::dense::DenseEngine;
 use crate::index::segment::{own_text, ParsedFile, SegmentBuilder};
 use crate::index::Snapshot;
 use crate::layout::Layout;
+use crate::lexical::stem::stem;
 use crate::lexical::{Bm25Config, CorpusStats, Query};
-use crate::rank::signals::stem;
-use crate::search::{search_blended, Coverage, Hit, SearchOptions, TextSource, MAX_QUERY_BYTES};
+use crate::search::{
+    search_blended, Coverage, Hit, Mode, SearchOptions, TextSource, MAX_QUERY_BYTES,
+};
 use futures_util::future::join_all;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -50,7 +53,7 @@ pub struct HubHit {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct HubResults {
-    pub mode: &'static str,
+    pub mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub coverage: Coverage,
@@ -178,7 +181,7 @@ pub async fn search(
     overlay: Option<&Overlay>,
 ) -> Result<HubResults, HubError> {
     let mut out = HubResults {
-        mode: "lexical",
+        mode: Mode::Lexical,
         reason: None,
         coverage: Coverage {
             embedded: 0,

@@ -4,7 +4,7 @@
 //! repository. Never: change a table a newer or older quarry wrote (a
 //! version mismatch is an error that says so).
 
-use super::{quote_ident, sql, HubError};
+use super::error::{sql, HubError};
 use tokio_postgres::Client;
 
 /// Bumped whenever a table, index or policy changes meaning.
@@ -240,4 +240,24 @@ pub async fn grant(client: &Client, repo: &str, role: &str) -> Result<(), HubErr
         .await
         .map_err(sql("granting read access"))?;
     Ok(())
+}
+
+/// `name` as a quoted SQL identifier (`"a""b"` for `a"b`): for the role
+/// names a `GRANT` must spell out, which no parameter can stand for.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_whole() {
+        assert_eq!(quote_ident("team"), "\"team\"");
+        assert_eq!(
+            quote_ident("x\"; DROP TABLE t; --"),
+            "\"x\"\"; DROP TABLE t; --\""
+        );
+    }
 }

@@ -7,7 +7,7 @@
 //! `sslrootcert`, `verify-full` the host name too.
 //! Never: fall back to plain TCP when the URL requires TLS.
 
-use super::HubError;
+use super::error::HubError;
 use native_tls::{Certificate, TlsConnector};
 use postgres_native_tls::MakeTlsConnector;
 use std::path::PathBuf;

@@ -14,7 +14,11 @@
 //! Never: write to the cache without the lock; block a search (the
 //! snapshot is swapped in whole, as after any update).
 
-use super::{empty_state, load, store, Index, IndexError, Segment};
+use super::error::IndexError;
+use super::reader::Index;
+use super::segment::Segment;
+use super::state::{empty_state, load};
+use super::store;
 use crate::dense::vectors::VectorIndex;
 use std::sync::Arc;
 

@@ -10,6 +10,7 @@
 //! Never: file-system access, chunking, protocol types.
 
 pub mod query;
+pub mod stem;
 pub mod tokenize;
 
 use crate::codec::{get_varint, put_varint, share, FormatError, FrameWriter, Reader};

@@ -13,7 +13,9 @@
 //! remembers its rank in each branch.
 //! Never: look at text, scores of individual branches or the index.
 
+pub mod classes;
 pub mod frames;
+pub mod query_facts;
 pub mod signals;
 
 use serde::Serialize;
@@ -43,6 +45,35 @@ impl Branch {
     }
 }
 
+/// How much each branch's list counts in fusion.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weights {
+    pub lexical: f32,
+    pub dense: f32,
+    pub symbol: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights {
+            lexical: 1.0,
+            dense: 1.0,
+            symbol: 1.0,
+        }
+    }
+}
+
+impl Weights {
+    /// The weight of `branch`'s list.
+    pub fn of(&self, branch: Branch) -> f32 {
+        match branch {
+            Branch::Lexical => self.lexical,
+            Branch::Dense => self.dense,
+            Branch::Symbol => self.symbol,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct FuseConfig {
     /// The RRF constant: larger values flatten the rank curve.
@@ -62,7 +93,7 @@ pub struct FuseConfig {
     /// that matched it, so what it left out counts nothing.
     pub missing: f32,
     /// Weight of each branch, indexed like `Branch::ALL`.
-    pub weights: [f32; 3],
+    pub weights: Weights,
     /// Multiplier for a hit only the dense branch found: a weak dense list
     /// should re-rank what the other branches agree on more than it adds
     /// noise of its own (1 = plain RRF).
@@ -134,18 +165,13 @@ pub struct FuseConfig {
 impl FuseConfig {
     /// What the dense weight is multiplied by for `query`, whose best
     /// lexical hit holds `coverage` (0 to 1) of its idf-weighted terms.
-    pub fn dense_factor(&self, query: &str, coverage: f32) -> f32 {
-        let words = query.split_whitespace().count();
+    pub fn dense_factor(&self, words: usize, long_query: bool, coverage: f32) -> f32 {
         let power = if words <= self.short_words {
             self.short_power
         } else {
             self.confidence_power
         };
-        let long = if crate::lexical::query::is_long_query(query) {
-            self.long_dense
-        } else {
-            1.0
-        };
+        let long = if long_query { self.long_dense } else { 1.0 };
         (1.0 - self.lexical_confidence * coverage.clamp(0.0, 1.0).powf(power)) * long
     }
 }
@@ -156,7 +182,7 @@ impl Default for FuseConfig {
             k: 60.0,
             depth: None,
             missing: 1.6,
-            weights: [1.0, 1.0, 1.0],
+            weights: Weights::default(),
             dense_alone: 1.0,
             static_dense: 0.25,
             fill_discount: f32::INFINITY,
@@ -185,7 +211,7 @@ impl FuseConfig {
     }
 
     pub fn weight(&self, branch: Branch) -> f32 {
-        self.weights[branch.slot()]
+        self.weights.of(branch)
     }
 }
 
@@ -468,25 +494,33 @@ pub fn saturate_per_file<T, K: Eq + std::hash::Hash + Clone>(
 mod tests {
     use super::*;
 
+    /// `dense_factor` for a query text, read as `search::SearchQuery` reads it.
+    fn factor(fuse: &FuseConfig, query: &str, coverage: f32) -> f32 {
+        let words = query.split_whitespace().count();
+        let long = crate::lexical::query::is_long_query(query);
+        fuse.dense_factor(words, long, coverage)
+    }
+
     #[test]
     fn a_short_query_trusts_partial_lexical_coverage_more() {
         let fuse = FuseConfig::default();
         let close = |a: f32, b: f32| (a - b).abs() < 1e-6;
         // Eight words or fewer: linear in coverage.
-        let short = fuse.dense_factor("async file I/O operations", 0.5);
+        let short = factor(&fuse, "async file I/O operations", 0.5);
         assert!(close(short, 1.0 - 0.65 * 0.5), "{short}");
         // A sentence: quadratic, so half coverage lowers the dense weight less.
-        let long = fuse.dense_factor(
+        let long = factor(
+            &fuse,
             "Returns the concatenation of this output and the other one given",
             0.5,
         );
         assert!(close(long, 1.0 - 0.65 * 0.25), "{long}");
         // Full coverage and none mean the same for both.
         for query in ["a b", "a b c d e f g h i j"] {
-            assert!(close(fuse.dense_factor(query, 1.0), 0.35));
-            assert!(close(fuse.dense_factor(query, 0.0), 1.0));
+            assert!(close(factor(&fuse, query, 1.0), 0.35));
+            assert!(close(factor(&fuse, query, 0.0), 1.0));
             assert!(
-                close(fuse.dense_factor(query, 7.0), 0.35),
+                close(factor(&fuse, query, 7.0), 0.35),
                 "coverage is clamped"
             );
         }
@@ -498,16 +532,16 @@ mod tests {
         let close = |a: f32, b: f32| (a - b).abs() < 1e-6;
         let issue = "Exponent does not fully simplify: the output is -0.5*x**2.5 + 0.5*x**2.5, \
                      how do I simplify it to 0?";
-        assert!(close(fuse.dense_factor(issue, 0.0), 3.0));
-        assert!(close(fuse.dense_factor(issue, 1.0), 0.35 * 3.0));
+        assert!(close(factor(&fuse, issue, 0.0), 3.0));
+        assert!(close(factor(&fuse, issue, 1.0), 0.35 * 3.0));
         let off = FuseConfig {
             long_dense: 1.0,
             ..FuseConfig::default()
         };
-        assert!(close(off.dense_factor(issue, 0.0), 1.0));
+        assert!(close(factor(&off, issue, 0.0), 1.0));
         // Eleven words are not long.
         let sentence = "Returns the concatenation of this output and the other one given";
-        assert!(close(fuse.dense_factor(sentence, 0.0), 1.0));
+        assert!(close(factor(&fuse, sentence, 0.0), 1.0));
     }
 
     /// (file, exempt) items named by their position; returns kept positions.
@@ -714,7 +748,10 @@ mod tests {
         let lexical: &[u32] = &[1];
         let dense: &[u32] = &[2];
         let config = FuseConfig {
-            weights: [1.0, 2.0, 1.0],
+            weights: Weights {
+                dense: 2.0,
+                ..Weights::default()
+            },
             ..FuseConfig::default()
         };
         assert_eq!(

@@ -5,11 +5,12 @@
 //! Never: lets an unmatched phrase empty the list; scores more than
 //! `MAX_QUERY_TERMS` terms.
 
+use super::chunk_filter::ChunkFilter;
 use super::live::{chunk_text, normalize, TextSource};
-use super::{ChunkFilter, SearchOptions};
+use super::options::SearchOptions;
 use crate::index::Snapshot;
+use crate::lexical::stem::stem;
 use crate::lexical::{score_term, Accumulator, Query};
-use crate::rank::signals::stem;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::cmp::Ordering;

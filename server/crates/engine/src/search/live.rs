@@ -6,7 +6,8 @@
 //! Never: reads a file twice in one search, trusts an indexed range over
 //! the current text.
 
-use super::{Hit, SearchOptions};
+use super::options::SearchOptions;
+use super::results::{Hit, Source};
 use crate::chunk::ChunkKind;
 use crate::index::segment::{ChunkRecord, Segment};
 use crate::lexical::tokenize::tokenize;
@@ -134,7 +135,7 @@ pub(super) fn make_hit(
     segment: &Segment,
     chunk: &ChunkRecord,
     score: f32,
-    sources: Vec<&'static str>,
+    sources: Vec<Source>,
     query: &Query,
     options: &SearchOptions,
     text: &mut dyn TextSource,

@@ -6,10 +6,10 @@
 //! Never: returns a dead chunk, or orders the equal matches it keeps by
 //! chunk id.
 
-use super::ChunkFilter;
+use super::chunk_filter::ChunkFilter;
 use crate::chunk::ChunkKind;
 use crate::index::Snapshot;
-use crate::rank::signals::{same_name, squash};
+use crate::rank::query_facts::{same_name, squash};
 use crate::symbols::{search_tables, MatchTier, SymbolMatch, SymbolQuery};
 use serde::Serialize;
 
@@ -17,18 +17,16 @@ use serde::Serialize;
 /// (live chunks only), best first.
 fn symbol_matches(
     snapshot: &Snapshot,
-    query_text: &str,
-    kind: Option<ChunkKind>,
+    query: &SymbolQuery,
     limit: usize,
     keep: &dyn Fn(u32) -> bool,
 ) -> Vec<SymbolMatch> {
-    let query = SymbolQuery::parse(query_text, kind);
     if query.is_empty() || limit == 0 {
         return Vec::new();
     }
     let mut matches = search_tables(
         snapshot.segments.iter().map(|s| &s.symbols),
-        &query,
+        query,
         keep,
         limit,
     );
@@ -86,13 +84,13 @@ pub(super) struct SymbolBranch {
 
 pub(super) fn symbol_branch(
     snapshot: &Snapshot,
-    query_text: &str,
+    query: &SymbolQuery,
     depth: usize,
     filter: &ChunkFilter<'_>,
 ) -> SymbolBranch {
     // Exact matches rank first, so one search deep enough for both suffices.
     let keep = |id: u32| filter.accepts(id);
-    let matches = symbol_matches(snapshot, query_text, None, depth.max(64), &keep);
+    let matches = symbol_matches(snapshot, query, depth.max(64), &keep);
     SymbolBranch {
         // Subsequence matches of an identifier are mostly noise in a fused list.
         ids: matches
@@ -135,24 +133,29 @@ pub fn find_symbols(
     // big update (a branch switch), and a query queued behind that work
     // stalled for seconds.
     let is_live = |id: u32| snapshot.is_live(id);
-    symbol_matches(snapshot, query_text, kind, limit, &is_live)
-        .iter()
-        .filter_map(|m| {
-            let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
-            Some(SymbolHit {
-                path: segment.path_of(chunk).to_string(),
-                start_line: chunk.start_line,
-                end_line: chunk.end_line,
-                name_line: chunk.name_line,
-                name_column: chunk.name_column,
-                name: chunk.name.to_string(),
-                qualified_name: chunk.qualified_name.to_string(),
-                kind: chunk.kind.name(),
-                language: chunk.language.name(),
-                tier: tier_name(m.tier),
-            })
+    symbol_matches(
+        snapshot,
+        &SymbolQuery::parse(query_text, kind),
+        limit,
+        &is_live,
+    )
+    .iter()
+    .filter_map(|m| {
+        let (segment, chunk) = snapshot.chunk(m.chunk_id)?;
+        Some(SymbolHit {
+            path: segment.path_of(chunk).to_string(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            name_line: chunk.name_line,
+            name_column: chunk.name_column,
+            name: chunk.name.to_string(),
+            qualified_name: chunk.qualified_name.to_string(),
+            kind: chunk.kind.name(),
+            language: chunk.language.name(),
+            tier: tier_name(m.tier),
         })
-        .collect()
+    })
+    .collect()
 }
 
 fn tier_name(tier: MatchTier) -> &'static str {

@@ -6,7 +6,6 @@
 //! Never: look at a table, a segment or liveness, or panic on any bytes.
 
 use super::fold::{common_prefix, find_char, is_continuation, utf8_len, Folded};
-use super::search::MatchTier;
 
 /// Hump matching is skipped for longer queries (bytes)...
 const HUMP_MAX_QUERY: usize = 64;
@@ -20,6 +19,15 @@ const LEN_CAP: usize = 4096;
 /// Score step between two container match levels; larger than the spread of
 /// name scores, so a better container always wins within a tier.
 const CONTAINER_LEVEL: f32 = 20_000.0;
+
+/// How a symbol matched; higher is better and tiers are strict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MatchTier {
+    Subsequence = 0,
+    WordBoundary = 1,
+    Prefix = 2,
+    Exact = 3,
+}
 
 /// How one name matched the query, before per-symbol adjustments.
 #[derive(Clone, Copy, Debug)]

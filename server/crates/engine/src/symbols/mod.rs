@@ -79,6 +79,7 @@ mod table;
 mod tests;
 
 pub use format::SymbolFormatError;
+pub use matching::MatchTier;
 pub use query::SymbolQuery;
-pub use search::{merge_matches, search_tables, MatchTier, SymbolMatch};
+pub use search::{merge_matches, search_tables, SymbolMatch};
 pub use table::{SymbolRecord, SymbolTable};

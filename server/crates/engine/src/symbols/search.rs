@@ -11,22 +11,13 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use super::fold::{fold, mask_of};
-use super::matching::{container_score, evaluate, upper_bound, Eval, Scratch};
+use super::matching::{container_score, evaluate, upper_bound, Eval, MatchTier, Scratch};
 use super::query::SymbolQuery;
 use super::table::{SymbolTable, SCAN_KIND_BITS};
 
 /// A qualified query whose matching containers hold at most this many
 /// symbols evaluates those symbols directly instead of using the name index.
 pub(super) const DIRECT_MAX: usize = 16_384;
-
-/// How a symbol matched; higher is better and tiers are strict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MatchTier {
-    Subsequence = 0,
-    WordBoundary = 1,
-    Prefix = 2,
-    Exact = 3,
-}
 
 /// One result. `score` orders matches within a tier (higher is better) and
 /// is comparable across segments.

@@ -1,0 +1,217 @@
+//! What the ranking signals read of a query ([`QueryFacts`]): its words
+//! written like code, the identifiers and qualified names it names, its
+//! stems and the file names it mentions; and the name folding they compare
+//! with ([`squash`], [`same_name`]).
+//!
+//! Never: look at an index or a chunk.
+
+use crate::lexical::stem::stem;
+use crate::lexical::tokenize::{is_code_word, is_stopword, tokenize};
+use rustc_hash::FxHashSet;
+
+/// What the signals need to know about the query.
+#[derive(Clone, Debug, Default)]
+pub struct QueryFacts {
+    /// Whole words of the query, lowercased with `_`, `-`, `:` and `.`
+    /// removed (`GraphStore::lookup` gives `graphstorelookup`, `graphstore`,
+    /// `lookup`).
+    pub(super) identifiers: FxHashSet<String>,
+    /// The last part of each qualified query word with the part before it
+    /// (`std::ostream`: (`std`, `ostream`)), squashed like `identifiers`.
+    pub(super) qualified: Vec<(String, String)>,
+    /// The query's tokens, as the lexical tokenizer makes them.
+    pub(super) terms: FxHashSet<String>,
+    /// The tokens of each query word written like code: the parts of
+    /// `dynamic_format_arg_store` in a query do not name a
+    /// `format_arg_store` (but `toString builder` names `ToStringBuilder`).
+    pub(super) code_word_terms: Vec<FxHashSet<String>>,
+    /// The query mentions tests, so test files are not penalised.
+    pub(super) wants_tests: bool,
+    /// The query asks for documentation or for configuration/build files.
+    pub(super) wants_docs: bool,
+    pub(super) wants_config: bool,
+    /// For each query word (split on whitespace and `-`) the stems of its parts
+    /// (3+ letters, no stopwords), for matching file and folder names:
+    /// `tRPC` is one word (`trpc`, `rpc`), not two.
+    pub(super) word_stems: Vec<FxHashSet<String>>,
+    /// What a file named after the query's subject is called, squashed:
+    /// each word of 3+ letters that is not a stopword, and each run of two
+    /// or three such words (`CORS middleware`: `cors`, `middleware`,
+    /// `corsmiddleware`).
+    pub(super) file_names: FxHashSet<String>,
+    /// The query is one word (an identifier search, not a description).
+    pub(super) single_word: bool,
+    /// The query is a long text (an issue, a traceback):
+    /// [`is_long_query`](crate::lexical::query::is_long_query).
+    pub(super) long: bool,
+}
+
+impl QueryFacts {
+    pub fn new(query: &str) -> QueryFacts {
+        let mut facts = QueryFacts::default();
+        let words: Vec<&str> = query
+            .split(|c: char| c.is_whitespace() || c == '"' || c == '(' || c == ')')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let single = words.len() == 1;
+        facts.single_word = single;
+        for word in words {
+            // In prose only words written like code name a definition.
+            if !single && !is_code_word(word) {
+                continue;
+            }
+            let mut parts = FxHashSet::default();
+            tokenize(word, &mut |t| {
+                parts.insert(t.to_string());
+            });
+            facts.code_word_terms.push(parts);
+            facts.identifiers.insert(squash(word));
+            let parts: Vec<String> = word
+                .split("::")
+                .flat_map(|p| p.split(['.', '#', '/']))
+                .map(squash)
+                .filter(|p| !p.is_empty())
+                .collect();
+            // `std::ostream` names an `ostream` only under `std`: the last
+            // part of a qualified word keeps its qualifier.
+            if let [.., qualifier, last] = parts.as_slice() {
+                facts.qualified.push((qualifier.clone(), last.clone()));
+                facts
+                    .identifiers
+                    .extend(parts[..parts.len() - 1].iter().cloned());
+            } else {
+                facts.identifiers.extend(parts);
+            }
+        }
+        tokenize(query, &mut |t| {
+            facts.terms.insert(t.to_string());
+        });
+        // A long text (an issue) mentions tests and docs in passing; only a
+        // short query that names them asks for them.
+        let long = crate::lexical::query::is_long_query(query);
+        facts.long = long;
+        facts.wants_tests = !long
+            && facts
+                .terms
+                .iter()
+                .any(|t| matches!(t.as_str(), "test" | "tests" | "spec" | "testing"));
+        facts.wants_docs = !long
+            && facts.terms.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "doc"
+                        | "docs"
+                        | "documentation"
+                        | "documented"
+                        | "readme"
+                        | "guide"
+                        | "tutorial"
+                        | "changelog"
+                        | "markdown"
+                )
+            });
+        facts.wants_config = !long
+            && facts.terms.iter().any(|t| {
+                matches!(
+                    t.as_str(),
+                    "config"
+                        | "configuration"
+                        | "yaml"
+                        | "yml"
+                        | "toml"
+                        | "json"
+                        | "makefile"
+                        | "dockerfile"
+                        | "cmake"
+                        | "build"
+                        | "ci"
+                        | "workflow"
+                        | "script"
+                        | "scripts"
+                        | "manifest"
+                        | "dependencies"
+                        | "package"
+                )
+            });
+        if !long {
+            facts.file_names = file_names(query);
+        }
+        let mut seen: FxHashSet<String> = FxHashSet::default();
+        for word in query.split(|c: char| c.is_whitespace() || c == '-') {
+            let mut stems = FxHashSet::default();
+            tokenize(word, &mut |t| {
+                if t.len() >= 3 && t.bytes().all(|b| b.is_ascii_alphanumeric()) && !is_stopword(t) {
+                    stems.insert(stem(t));
+                }
+            });
+            // A word said twice counts once.
+            stems.retain(|s| !seen.contains(s));
+            if !stems.is_empty() {
+                seen.extend(stems.iter().cloned());
+                facts.word_stems.push(stems);
+            }
+        }
+        facts
+    }
+}
+
+/// The names a file named after what `query` asks about could have
+/// (`QueryFacts::file_names`): each word written like a name (with a
+/// capital, `Request`, `CORS`, or with `_`) and the runs of two or three
+/// words it opens (`CORS middleware`), never across a stopword. A word in
+/// lower case is a description (`store creation` does not ask for
+/// `types/store.ts`).
+fn file_names(query: &str) -> FxHashSet<String> {
+    let mut names = FxHashSet::default();
+    // The current run of words, each squashed, with whether it is a name.
+    let mut run: Vec<(String, bool)> = Vec::new();
+    for word in query.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        let squashed = squash(word);
+        if squashed.len() < 3 || is_stopword(&squashed) {
+            run.clear();
+            continue;
+        }
+        let is_name = word.chars().any(|c| c.is_uppercase()) || word.contains('_');
+        run.push((squashed, is_name));
+        let end = run.len();
+        for start in end.saturating_sub(3)..end {
+            if run[start].1 {
+                names.insert(run[start..].iter().map(|(w, _)| w.as_str()).collect());
+            }
+        }
+    }
+    names
+}
+
+/// Whether `path`'s file is named after what the query asks about: its name
+/// up to the first `.` (`CoroutineContext.common.kt`), squashed, is one of
+/// `QueryFacts::file_names`, or one of them with a plural ending.
+pub(super) fn named_file(query: &QueryFacts, path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    let stem = squash(file.split('.').next().unwrap_or(file));
+    let singular = stem
+        .strip_suffix("es")
+        .into_iter()
+        .chain(stem.strip_suffix('s'));
+    stem.len() >= 3
+        && (query.file_names.contains(&stem)
+            || query.file_names.contains(&format!("{stem}s"))
+            || singular.into_iter().any(|s| query.file_names.contains(s)))
+}
+
+/// Two words name one thing when they are equal, or one begins the other
+/// and the shorter has five letters or more (`format` and `formatter`,
+/// `middleware` and `middlewares`; not `map` and `mapper`).
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
+}
+
+/// Lowercase without separators: `GraphStore`, `graph_store` and
+/// `graph-store` are all `graphstore`.
+pub(crate) fn squash(word: &str) -> String {
+    word.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}

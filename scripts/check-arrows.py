@@ -34,7 +34,7 @@ LAYERS = {
         ["static_tier"],
     ],
     "server/crates/engine/src": [
-        ["codec", "cachefile", "priority", "memory", "confine", "layout"],
+        ["codec", "cachefile", "priority", "memory", "confine", "layout", "ident"],
         ["chunk"],
         ["lexical", "walk", "filter", "symbols"],
         ["rank", "dense"],
@@ -48,7 +48,7 @@ LAYERS = {
     ],
     "server/src": [
         ["jsonrpc"],
-        ["lsp", "mcp", "hub_cli"],
+        ["lsp", "mcp", "cli"],
     ],
 }
 

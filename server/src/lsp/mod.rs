@@ -613,8 +613,8 @@ impl LanguageServer for Backend {
 mod tests {
     use super::hits::{line_range, merge_folders, name_position, SearchHit};
     use super::hub::hub_uri;
-    use quarry_engine::search::Source;
     use super::*;
+    use quarry_engine::search::Source;
 
     #[test]
     fn hub_uris_encode_what_a_path_may_hold() {

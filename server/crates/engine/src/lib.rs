@@ -14,6 +14,7 @@ pub mod dense;
 pub mod engine;
 pub mod filter;
 pub mod hub;
+pub mod ident;
 pub mod index;
 pub mod layout;
 pub mod lexical;

@@ -932,7 +932,10 @@ fn detects_languages() {
 
 // ---------------------------------------------------------------- Fixture
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../tests/fixtures/polyglot");
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../tests/fixtures/polyglot"
+);
 
 /// Every line of the golden file is produced by the chunker, exactly.
 #[test]

@@ -13,8 +13,12 @@ pub enum IndexError {
     },
     #[error("workspace root {0} is not a directory")]
     NotADirectory(PathBuf),
-    #[error("{path}: {reason}")]
-    Vectors { path: PathBuf, reason: String },
+    #[error("{path}: {source}")]
+    Vectors {
+        path: PathBuf,
+        #[source]
+        source: crate::dense::vectors::VectorError,
+    },
     /// `Index::stop` was called (a server shutting down): the update was
     /// abandoned before its commit, so the committed index is unchanged.
     #[error("stopped before the update was committed")]
@@ -24,7 +28,7 @@ pub enum IndexError {
 pub(super) fn vector_err(dir: &Path, err: crate::dense::vectors::VectorError) -> IndexError {
     IndexError::Vectors {
         path: dir.to_path_buf(),
-        reason: err.to_string(),
+        source: err,
     }
 }
 

@@ -18,7 +18,9 @@ pub const MANIFEST_MAGIC: &[u8; 4] = b"QMAN";
 /// then rebuilt from scratch.
 /// 4: nine more languages parse into definitions, so files indexed as text
 /// windows before are read again.
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: one identifier splitter (`ident`) for tokens and symbol names, so
+/// names with caseless letters or numeric capitals are split again.
+pub const SCHEMA_VERSION: u32 = 5;
 pub const MANIFEST_FILE: &str = "manifest.qman";
 pub const LOCK_FILE: &str = "lock";
 

@@ -11,6 +11,8 @@
 //! query can spell, the index holds in the same form.
 //! Never: drop words from code (stopwords are a query-side decision).
 
+use crate::ident::split_parts;
+
 /// Longest token we keep; longer runs are almost always data, not names.
 pub const MAX_TOKEN_LEN: usize = 64;
 /// Paths with more words than this only emit their pairs.
@@ -179,64 +181,7 @@ fn emit_part(part: &str, lower: &mut String, sink: &mut dyn FnMut(&str)) {
     sink(lower);
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum CharClass {
-    Lower,
-    Upper,
-    Digit,
-    Other,
-}
-
-fn class_of(c: char) -> CharClass {
-    if c.is_lowercase() {
-        CharClass::Lower
-    } else if c.is_uppercase() {
-        CharClass::Upper
-    } else if c.is_numeric() {
-        CharClass::Digit
-    } else {
-        CharClass::Other
-    }
-}
-
-/// Calls `sink(start, end)` for each part of an identifier: `_` separates,
-/// and a part ends at lower->Upper, at letter<->digit, and before the last
-/// capital of an acronym followed by lowercase (`HTTPServer` -> HTTP|Server).
-pub fn split_parts(word: &str, sink: &mut dyn FnMut(usize, usize)) {
-    let chars: Vec<(usize, char)> = word.char_indices().collect();
-    let mut start: Option<usize> = None;
-    for (i, &(offset, c)) in chars.iter().enumerate() {
-        if c == '_' {
-            if let Some(s) = start.take() {
-                sink(s, offset);
-            }
-            continue;
-        }
-        let Some(s) = start else {
-            start = Some(offset);
-            continue;
-        };
-        let prev = class_of(chars[i - 1].1);
-        let cur = class_of(c);
-        let next = chars.get(i + 1).map(|(_, c)| class_of(*c));
-        let boundary = match (prev, cur) {
-            (CharClass::Lower, CharClass::Upper) => true,
-            (CharClass::Upper, CharClass::Upper) => next == Some(CharClass::Lower),
-            (CharClass::Digit, CharClass::Lower | CharClass::Upper) => true,
-            (CharClass::Lower | CharClass::Upper, CharClass::Digit) => true,
-            _ => false,
-        };
-        if boundary {
-            sink(s, offset);
-            start = Some(offset);
-        }
-    }
-    if let Some(s) = start {
-        sink(s, word.len());
-    }
-}
-
-/// `text` with every identifier spelled out as its parts (`split_parts`),
+/// `text` with every identifier spelled out as its parts ([`split_parts`]),
 /// one space between them, and the text between identifiers kept as it is:
 /// `fn retryFailedRequest(max_retries)` -> `fn retry Failed Request(max
 /// retries)`. For embedding models, whose vocabularies cut a joined

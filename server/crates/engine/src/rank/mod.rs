@@ -84,15 +84,12 @@ pub struct FuseConfig {
     /// the depth (0: nowhere, plain RRF). Without it, a chunk one list puts
     /// first and the other leaves out (the dense list's 51st) scores less
     /// than one both lists hold at ranks 20-50: the cut, not the order,
-    /// decides. 1.6 (rank 80 at depth 50) raised the development set's
-    /// hybrid NDCG@10 from 0.853 to 0.856 (tokio 0.907 -> 0.936, 18
-    /// queries up, 9 down) and the committed benchmark's concept R@10 from
-    /// 0.661 to 0.679; 1.2 / 1.4 / 1.8 / 2 / 2.6 / 3.2 scored 0.853 / 0.855
-    /// / 0.856 / 0.855 / 0.855 / 0.855 (tokio 0.936 / 0.936 / 0.934 / 0.934
-    /// / 0.933 / 0.922). A list shorter than the depth holds every chunk
-    /// that matched it, so what it left out counts nothing.
+    /// decides. A list shorter than the depth holds every chunk that
+    /// matched it, so what it left out counts nothing. Default 1.6 (rank
+    /// 80 at depth 50; docs/quality.md, "How the ranking defaults were
+    /// chosen").
     pub missing: f32,
-    /// Weight of each branch, indexed like `Branch::ALL`.
+    /// Weight of each branch's list.
     pub weights: Weights,
     /// Multiplier for a hit only the dense branch found: a weak dense list
     /// should re-rank what the other branches agree on more than it adds
@@ -100,25 +97,19 @@ pub struct FuseConfig {
     pub dense_alone: f32,
     /// Multiplier for the dense branch's weight when its vectors are the
     /// static tier's: a bag of distilled token vectors is a weaker list
-    /// than the transformer's. 0.25 matched the transformer's NDCG@10 on
-    /// the development set (equal weight lost 0.03).
+    /// than the transformer's. Default 0.25.
     pub static_dense: f32,
     /// How much less the static tier's order counts where it stands in for
     /// chunks the transformer has not embedded yet (`merge_partial`; 1 =
     /// as much as the transformer's; infinity, the default, = no stand-in).
-    /// On the development set at 500 / 1,400 / 2,800 transformer vectors
-    /// per repository a stand-in at 2 scored 0.867 / 0.862 / 0.877 NDCG@10
-    /// against 0.855 / 0.877 / 0.887 without one (docs/quality.md, "Quality while
-    /// vectors fill in"), so only the language server's `staticTier`
-    /// setting turns it on.
+    /// Only the language server's `staticTier` setting turns it on: a
+    /// stand-in helps early in a cold embedding and costs later (docs/quality.md,
+    /// "Quality while vectors fill in").
     pub fill_discount: f32,
     /// While only a share `c` of the chunks has vectors, the dense weight
     /// is multiplied by `c^partial_power` (0 = unchanged): a list over part
-    /// of the chunks favours that part, so it counts in proportion. 1
-    /// raised the development set's NDCG@10 at 500 / 1,400 / 2,800
-    /// transformer vectors per repository from 0.839 / 0.867 / 0.882 to
-    /// 0.855 / 0.877 / 0.887 (every chunk embedded: 0.883); 2 scored
-    /// 0.859 / - / 0.886. Full coverage is unaffected.
+    /// of the chunks favours that part, so it counts in proportion. Full
+    /// coverage is unaffected. Default 1.
     pub partial_power: f32,
     /// How far a confident lexical list lowers the dense weight: the dense
     /// weight is multiplied by `1 - lexical_confidence * coverage^power`,
@@ -126,12 +117,9 @@ pub struct FuseConfig {
     /// the best lexical hit holds (0 = plain weights). A query whose words
     /// one chunk holds is answered by that evidence; one the lexical list
     /// matches poorly (a description in other words) leans on the dense
-    /// list. 0.65 and 2 raised the development set's hybrid NDCG@10 from
-    /// 0.869 to 0.879 and the committed benchmark's concept R@10 from
-    /// 0.536 to 0.554; a flat dense weight of 0.35 gained as much on the
-    /// first but cost concept R@10 0.05. 0.8 scored 0.001 more on the
-    /// first but let file coherence outrank a hit both lists put first
-    /// (`hybrid.rs`, "probabilistic set membership").
+    /// list. Defaults 0.65 and power 2; a higher confidence let file
+    /// coherence outrank a hit both lists put first (`hybrid.rs`,
+    /// "probabilistic set membership").
     pub lexical_confidence: f32,
     pub confidence_power: f32,
     /// Queries of at most this many words use `short_power` instead of
@@ -139,12 +127,7 @@ pub struct FuseConfig {
     /// keywords: a chunk holding part of them already says the lexical
     /// list is on target, so the dense weight falls linearly with
     /// coverage; a sentence-long description keeps the quadratic curve
-    /// and leans on the dense list. 8 words and power 1 raised the
-    /// development set's hybrid NDCG@10 from 0.883 to 0.887 (tokio 0.908
-    /// -> 0.928) with the committed benchmark's concept R@10 unchanged
-    /// (0.554); power 1 for every query scored 0.888 there but cost concept
-    /// R@10 0.036, and 6 / 10 words scored 0.885 / 0.888 with concept
-    /// R@10 0.554 / 0.536.
+    /// and leans on the dense list. Defaults 8 words and power 1.
     pub short_words: usize,
     pub short_power: f32,
     /// Multiplier of the dense weight for a long query
@@ -152,13 +135,7 @@ pub struct FuseConfig {
     /// text, a long description). A bag of a
     /// hundred words matches many chunks a little, while the embedding of
     /// the text's opening (its title and first sentences) says what it is
-    /// about. 3 raised the SWE-bench development instances (hybrid) from
-    /// file Acc@5 0.77 / function R@10 0.45 to 0.79 / 0.50 and the
-    /// committed benchmark's concept R@10 from 0.554 to 0.589 (nl R@10
-    /// 0.817 either way, nl NDCG@10 0.533 -> 0.529); 2 / 4 / 6 gave 0.77 /
-    /// 0.48, 0.81 / 0.51 and 0.79 / 0.47 there and concept R@10 0.554 /
-    /// 0.571 / 0.571. The semble development set holds two such queries
-    /// and does not move (0.886).
+    /// about. Default 3.
     pub long_dense: f32,
 }
 

@@ -43,20 +43,14 @@ pub struct Signals {
     /// text writes like code is shared among the candidates that define
     /// it: an issue that pastes `def _print_Derivative(self, expr)` into
     /// `MCodePrinter` names one class but a method a dozen printers
-    /// define, and the one definition is the evidence. SWE-bench
-    /// development instances: file Acc@5 0.75 -> 0.77, four gold files
-    /// higher and none lower; the semble development set and the committed
-    /// benchmark, whose queries are short, are unchanged.
+    /// define, and the one definition is the evidence.
     pub shared_definitions: bool,
     /// Multiplier of the lexical and symbol branch weights when the query
     /// looks like code (an identifier, a path, `snake_case`, `camelCase`):
     /// a query that spells a name (`fmt::arg named arguments`) is answered
     /// by the chunks holding that name, which a neighbour in embedding
-    /// space should not outrank. 2 raised the development set's hybrid
-    /// NDCG@10 from 0.887 to 0.890 (fmtlib 0.939 -> 0.953, level with
-    /// semble; no repository or query class lower); 1.5 / 2.5 / 3.5 gave
-    /// 0.889 / 0.889 / 0.890. It leaves lexical-only ranking as it was
-    /// (both weights it scales move together there).
+    /// space should not outrank. Default 2. It leaves lexical-only ranking
+    /// as it was (both weights it scales move together there).
     pub symbol_query_weight: f32,
     /// Multiplier of the dense branch weight when the query reads as prose
     /// (no word of it looks like code).
@@ -87,10 +81,7 @@ pub struct Signals {
     /// Java and C# code is laid out, and that file is the answer to a
     /// question about the type (0 = off). Only words written like names
     /// count (`file_names`): every query word raised Swift and Kotlin but
-    /// cost Redux (`types/store.ts` for "store creation") and the mean.
-    /// Development set (31 repositories, hybrid NDCG@10): 0 / 0.3 / 0.5 /
-    /// 1 gave 0.862 / 0.872 / 0.880 / 0.880 (vapor 0.678 -> 0.881,
-    /// exposed 0.711 -> 0.821).
+    /// cost Redux (`types/store.ts` for "store creation"). Default 0.5.
     pub file_name: f32,
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).

@@ -49,11 +49,8 @@ pub struct SearchOptions {
     pub file_saturation: f32,
     /// The first `diverse_head` places are shaped by `file_saturation`;
     /// the places after them go by score alone
-    /// ([`Saturation::head`](crate::rank::Saturation)). 7 of 10 kept
-    /// the development set's file-level NDCG@10 (0.886 -> 0.885) while
-    /// single-function questions got their answer back from below the
-    /// cut: the committed benchmark's concept R@10 0.589 -> 0.661,
-    /// SWE-bench development function R@10 0.55 -> 0.62.
+    /// ([`Saturation::head`](crate::rank::Saturation)). Default 7 of 10:
+    /// single-function questions keep their answer above the cut.
     pub diverse_head: usize,
     /// Lines of text in each hit's snippet.
     pub snippet_lines: usize,

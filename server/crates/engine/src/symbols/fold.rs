@@ -109,54 +109,25 @@ fn folded_len(c: char) -> usize {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum CharClass {
-    Separator,
-    Upper,
-    Lower,
-    Digit,
-}
-
-fn char_class(c: char) -> CharClass {
-    if c.is_numeric() {
-        CharClass::Digit
-    } else if c.is_uppercase() {
-        CharClass::Upper
-    } else if c.is_alphabetic() {
-        CharClass::Lower
-    } else {
-        CharClass::Separator
-    }
-}
-
 /// Appends the byte offsets (in the [`fold`]ed form of `name`) where word
-/// parts start. `HTTPServerError2x` gives `http|server|error|2|x`; runs of
+/// parts start, by the one identifier rule ([`crate::ident::split_parts`]):
+/// `HTTPServerError2x` gives `http|server|error|2|x`; runs of
 /// non-alphanumeric characters separate parts and belong to none.
 pub(super) fn part_starts(name: &str, out: &mut Vec<u16>) {
-    use CharClass::*;
-    let mut pos = 0usize;
-    let mut prev = Separator;
-    let mut chars = name.chars().peekable();
-    while let Some(c) = chars.next() {
-        let cur = char_class(c);
-        let next = chars.peek().map_or(Separator, |&n| char_class(n));
-        let boundary = match (prev, cur) {
-            (_, Separator) => false,
-            (Separator, _) => true,
-            (Lower, Upper) => true,
-            (Upper, Upper) => next == Lower,
-            (Digit, Digit) => false,
-            (Digit, _) | (_, Digit) => true,
-            _ => false,
-        };
-        if boundary {
-            match u16::try_from(pos) {
+    let mut starts = Vec::new();
+    crate::ident::split_parts(name, &mut |start, _| starts.push(start));
+    let mut starts = starts.into_iter().peekable();
+    let mut folded = 0usize;
+    for (offset, c) in name.char_indices() {
+        let Some(&next) = starts.peek() else { break };
+        if next == offset {
+            starts.next();
+            match u16::try_from(folded) {
                 Ok(p) => out.push(p),
                 Err(_) => break,
             }
         }
-        pos += folded_len(c);
-        prev = cur;
+        folded += folded_len(c);
     }
 }
 

@@ -10,7 +10,9 @@ use crate::chunk::ChunkKind;
 use super::table::SymbolTable;
 
 const MAGIC: [u8; 4] = *b"QSYM";
-const FORMAT_VERSION: u32 = 1;
+/// 2: word parts by `ident::split_parts` (caseless letters split from
+/// digits and capitals).
+const FORMAT_VERSION: u32 = 2;
 pub(super) const HEADER_LEN: usize = 24;
 
 /// Why [`SymbolTable::read_from`] rejected its bytes.

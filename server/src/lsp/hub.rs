@@ -88,11 +88,6 @@ pub(super) async fn search_hub(
     };
     let budget = Duration::from_millis(settings.hub_timeout_ms);
     let results = quarry_engine::hub::within(budget, task).await?;
-    let phrases: Vec<String> = quarry_engine::lexical::Query::parse(query)
-        .phrases
-        .into_iter()
-        .map(|p| p.text)
-        .collect();
     let mut response = SearchResponse {
         mode: results.mode,
         reason: results.reason,
@@ -136,7 +131,7 @@ pub(super) async fn search_hub(
                     uri,
                     buffer,
                     text,
-                    &phrases,
+                    &results.phrases,
                     options.snippet_lines,
                 )
             }
@@ -149,7 +144,7 @@ pub(super) async fn search_hub(
                     uri,
                     None,
                     &mut no_text,
-                    &phrases,
+                    &results.phrases,
                     options.snippet_lines,
                 )
             }

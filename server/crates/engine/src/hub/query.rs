@@ -4,7 +4,7 @@
 //! BM25-style, HNSW over the chunks' vectors, the name index) and the
 //! candidate snapshot: the candidate files rebuilt as segments, one per
 //! repository, carrying the repositories' own corpus statistics and
-//! document frequencies, so `search::search_blended` ranks them exactly
+//! document frequencies, so `search::search_analysed` ranks them exactly
 //! as it ranks the local index (fusion, exact priority, phrases, the
 //! code-aware signals, per-file caps).
 //! Never: rank in SQL beyond choosing candidates, or read a row the role
@@ -23,9 +23,7 @@ use crate::index::Snapshot;
 use crate::layout::Layout;
 use crate::lexical::stem::stem;
 use crate::lexical::{Bm25Config, CorpusStats, Query};
-use crate::search::{
-    search_blended, Coverage, Hit, Mode, SearchOptions, TextSource, MAX_QUERY_BYTES,
-};
+use crate::search::{search_analysed, Coverage, Hit, Mode, SearchOptions, SearchQuery, TextSource};
 use futures_util::future::join_all;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -59,6 +57,10 @@ pub struct HubResults {
     pub coverage: Coverage,
     pub hits: Vec<HubHit>,
     pub no_match: bool,
+    /// The query's quoted phrases, as the ranking read them (a surface
+    /// marks them in the hits it shows).
+    #[serde(skip)]
+    pub phrases: Vec<String>,
     /// Repositories searched.
     pub repos: usize,
     /// Chunks ranked of those PostgreSQL chose.
@@ -189,6 +191,7 @@ pub async fn search(
         },
         hits: Vec::new(),
         no_match: true,
+        phrases: Vec::new(),
         repos: 0,
         candidate_chunks: 0,
         candidate_files: 0,
@@ -220,8 +223,8 @@ pub async fn search(
             *sum += (*x).max(0) as u64;
         }
     }
-    let query_text = bounded(query_text);
-    let query = Query::parse(query_text);
+    let analysed = SearchQuery::new(query_text);
+    let query = &analysed.lexical;
 
     // Document frequencies of the query's terms and of the index words
     // sharing a word's stem (`retries` for `retry`), read by prefix range,
@@ -303,13 +306,13 @@ pub async fn search(
         .unzip();
     trace.mark("document frequencies");
     let k1 = Bm25Config::default().k1;
-    let names: Vec<String> = name_words(query_text);
+    let names: Vec<String> = name_words(analysed.text);
     let engine = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM);
     let same_model = engine
         .and_then(DenseEngine::model_id)
         .is_some_and(|m| repos.iter().all(|r| r.model == m));
     let query_vector = match engine {
-        Some(engine) if same_model => engine.embed_query(query_text).ok(),
+        Some(engine) if same_model => engine.embed_query(&analysed.embedding).ok(),
         _ => None,
     };
     let vector_param = query_vector.as_ref().map(|v| vector_text(v));
@@ -408,7 +411,7 @@ pub async fn search(
         .collect();
     let keys = interleave(&chunk_lists, MAX_CHUNKS);
     let overlay_files: Vec<usize> = overlay
-        .map(|o| local_candidates(o, &query, &names))
+        .map(|o| local_candidates(o, query, &names))
         .unwrap_or_default();
     if keys.is_empty() && overlay_files.is_empty() {
         out.reason = Some("no chunk in the hub holds the query's words or names".into());
@@ -460,9 +463,9 @@ pub async fn search(
     )?;
     let engine = if same_model { engine } else { None };
     trace.mark("assembling the candidate snapshot");
-    let results = search_blended(&snapshot, query_text, options, &mut text, engine, None);
+    let results = search_analysed(&snapshot, &analysed, options, &mut text, engine, None);
     trace.mark("ranking");
-    trace.finish(query_text, n_keys);
+    trace.finish(analysed.text, n_keys);
     out.mode = results.mode;
     let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
     out.reason = if usable && !same_model {
@@ -472,6 +475,7 @@ pub async fn search(
     };
     out.coverage = results.coverage;
     out.no_match = results.no_match;
+    out.phrases = results.phrases;
     out.hits = results
         .hits
         .into_iter()
@@ -996,18 +1000,6 @@ impl TextSource for HubText {
     fn text(&mut self, path: &str) -> Option<&str> {
         self.files.get(path).map(String::as_str)
     }
-}
-
-/// At most [`MAX_QUERY_BYTES`] of `query`, cut on a character boundary.
-fn bounded(query: &str) -> &str {
-    if query.len() <= MAX_QUERY_BYTES {
-        return query;
-    }
-    let mut end = MAX_QUERY_BYTES;
-    while !query.is_char_boundary(end) {
-        end -= 1;
-    }
-    &query[..end]
 }
 
 /// The ids of the repositories of `repos` that shard `shard` holds.

@@ -74,6 +74,21 @@ pub fn search_blended(
     dense: Option<&DenseEngine>,
     fill: Option<&DenseEngine>,
 ) -> SearchResults {
+    let query = SearchQuery::new(query_text);
+    search_analysed(snapshot, &query, options, text, dense, fill)
+}
+
+/// [`search_blended`] for a query already analysed: what a caller that
+/// read the query itself (the hub, choosing its candidates) passes on, so
+/// the text is analysed once.
+pub fn search_analysed(
+    snapshot: &Snapshot,
+    query: &SearchQuery<'_>,
+    options: &SearchOptions,
+    text: &mut dyn TextSource,
+    dense: Option<&DenseEngine>,
+    fill: Option<&DenseEngine>,
+) -> SearchResults {
     let tier = dense.map_or(DenseTier::Transformer, DenseEngine::tier);
     let (embedded, total) = snapshot.coverage_of(tier);
     let mut results = SearchResults {
@@ -85,7 +100,6 @@ pub fn search_blended(
         lexical_coverage: 0.0,
         phrases: Vec::new(),
     };
-    let query = SearchQuery::new(query_text);
     results.phrases = query
         .lexical
         .phrases
@@ -98,7 +112,7 @@ pub fn search_blended(
     let filter = ChunkFilter::new(snapshot, &options.filter);
     let ctx = PassContext {
         snapshot,
-        query: &query,
+        query,
         options,
         dense,
         fill,

@@ -10,22 +10,31 @@
 //! call (errors come back as tool errors).
 
 pub mod lines;
+mod schemas;
+mod text;
 use quarry_engine::chunk::{chunk_file, detect_language, ChunkKind};
 use quarry_engine::engine::Engine;
 use quarry_engine::filter::Filter;
 use quarry_engine::search::{
-    find_symbols, is_preamble, search_with, snippet, Branches, DiskText, Hit, Mode, SearchOptions,
-    Source, TextSource,
+    find_symbols, search_with, snippet, Branches, DiskText, Mode, SearchOptions, Source, TextSource,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{CallToolResult, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{schemars, tool, tool_handler, tool_router, ErrorData as McpError, ServerHandler};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use schemas::{
+    schema, FIND_SYMBOL_OUTPUT, FIND_USAGES_OUTPUT, GET_CODE_CONTEXT_OUTPUT, INDEX_STATUS_OUTPUT,
+    SEARCH_CODE_OUTPUT,
+};
+use text::{
+    agent_snippet, has_word, hub_usages, tool_error, usage_entry, with_structure, write_usages,
+};
 
 /// Most lines `get_code_context` returns.
 const MAX_CONTEXT_LINES: usize = 400;
@@ -35,42 +44,6 @@ const MAX_CONTEXT_BYTES: usize = 32 * 1024;
 const MAX_LISTED_DEFINITIONS: usize = 30;
 /// Most hits `search_code` returns.
 const MAX_SEARCH_HITS: usize = 100;
-/// Most lines of a `search_code` snippet.
-const SNIPPET_LINES: usize = 4;
-
-/// What an agent needs of a hit in a few lines: its signature (the first
-/// line that is not doc comment or decorator) and the line that matched
-/// the query with a line of context after it, each numbered; `…` marks
-/// lines left out.
-fn agent_snippet(file: &str, hit: &Hit) -> String {
-    let lines: Vec<&str> = file.lines().collect();
-    let line = |n: u32| lines.get(n.saturating_sub(1) as usize).copied();
-    let signature = (hit.start_line..=hit.end_line)
-        .find(|&n| line(n).is_some_and(|l| !l.trim().is_empty() && !is_preamble(l)))
-        .unwrap_or(hit.start_line);
-    let matched = hit
-        .detail_line
-        .clamp(hit.start_line, hit.end_line.max(hit.start_line));
-    let mut shown: Vec<u32> = vec![signature];
-    for n in [matched, matched + 1, signature + 1] {
-        if shown.len() < SNIPPET_LINES && n <= hit.end_line && !shown.contains(&n) {
-            shown.push(n);
-        }
-    }
-    shown.sort_unstable();
-    let mut out = String::new();
-    let mut last: Option<u32> = None;
-    for n in shown {
-        let Some(text) = line(n) else { continue };
-        if last.is_some_and(|l| n > l + 1) {
-            out.push_str("…\n");
-        }
-        let _ = writeln!(out, "{n}: {}", text.trim_end());
-        last = Some(n);
-    }
-    out.trim_end().to_string()
-}
-
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct SearchCodeArgs {
     /// A concept ("where do we retry failed requests"), an identifier
@@ -155,18 +128,6 @@ pub struct QuarryMcp {
     /// Held while the index is being brought up to date.
     updating: Arc<tokio::sync::Mutex<()>>,
     tool_router: ToolRouter<QuarryMcp>,
-}
-
-fn tool_error(message: impl Into<String>) -> Result<CallToolResult, McpError> {
-    Ok(CallToolResult::error(vec![ContentBlock::text(
-        message.into(),
-    )]))
-}
-
-fn with_structure(text: String, value: Value) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-    result.structured_content = Some(value);
-    result
 }
 
 fn parse_kind(kind: Option<&str>) -> Result<Option<ChunkKind>, String> {
@@ -878,217 +839,6 @@ impl QuarryMcp {
     }
 }
 
-/// The JSON Schema of a tool's `structuredContent`.
-fn schema(text: &str) -> Arc<rmcp::model::JsonObject> {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Arc::new(map),
-        // The texts are constants checked by a test.
-        _ => Arc::new(rmcp::model::JsonObject::new()),
-    }
-}
-
-const SEARCH_CODE_OUTPUT: &str = r#"{
-  "type": "object",
-  "required": ["mode", "coverage", "hits", "no_match"],
-  "properties": {
-    "mode": {"type": "string", "enum": ["hybrid", "partial", "lexical"]},
-    "reason": {"type": "string", "description": "Why the search is lexical-only or partial."},
-    "coverage": {
-      "type": "object",
-      "required": ["embedded", "total"],
-      "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"}}
-    },
-    "no_match": {"type": "boolean", "description": "No chunk matched the query's words or names; the hits are only near it in meaning."},
-    "hits": {
-      "type": "array",
-      "items": {
-        "type": "object",
-        "required": ["path", "start_line", "end_line", "symbol", "name", "label", "kind", "language", "score", "sources", "ranks", "snippet", "detail", "detail_line"],
-        "properties": {
-          "path": {"type": "string"},
-          "start_line": {"type": "integer"},
-          "end_line": {"type": "integer"},
-          "symbol": {"type": "string", "description": "Qualified name."},
-          "name": {"type": "string"},
-          "label": {"type": "string", "description": "How to show it: `impl X` for an impl block."},
-          "kind": {"type": "string"},
-          "language": {"type": "string"},
-          "score": {"type": "number", "description": "Falls strictly down the list."},
-          "sources": {"type": "array", "items": {"type": "string"}},
-          "ranks": {"type": "object", "additionalProperties": {"type": "integer"}},
-          "snippet": {"type": "string", "description": "Numbered lines: the signature and the line that matched."},
-          "detail": {"type": "string", "description": "The line that matched, or the signature."},
-          "detail_line": {"type": "integer"}
-        }
-      }
-    }
-  }
-}"#;
-
-const FIND_SYMBOL_OUTPUT: &str = r#"{
-  "type": "object",
-  "required": ["symbols"],
-  "properties": {
-    "symbols": {
-      "type": "array",
-      "items": {
-        "type": "object",
-        "required": ["path", "start_line", "end_line", "name_line", "name_column", "name", "qualified_name", "kind", "language", "tier"],
-        "properties": {
-          "path": {"type": "string"},
-          "start_line": {"type": "integer"},
-          "end_line": {"type": "integer"},
-          "name_line": {"type": "integer"},
-          "name_column": {"type": "integer"},
-          "name": {"type": "string"},
-          "qualified_name": {"type": "string"},
-          "kind": {"type": "string"},
-          "language": {"type": "string"},
-          "tier": {"type": "string", "enum": ["exact", "prefix", "word", "fuzzy"]}
-        }
-      }
-    }
-  }
-}"#;
-
-const FIND_USAGES_OUTPUT: &str = r#"{
-  "type": "object",
-  "required": ["symbol", "files"],
-  "properties": {
-    "symbol": {"type": "string"},
-    "source": {"type": "string", "enum": ["hub"]},
-    "reason": {"type": "string"},
-    "files": {
-      "type": "array",
-      "items": {
-        "type": "object",
-        "required": ["path", "usages"],
-        "properties": {
-          "path": {"type": "string"},
-          "repo": {"type": "string"},
-          "commit": {"type": "string"},
-          "local": {"type": "boolean"},
-          "usages": {"type": "array", "items": {"type": "object"}}
-        }
-      }
-    }
-  }
-}"#;
-
-const GET_CODE_CONTEXT_OUTPUT: &str = r#"{
-  "type": "object",
-  "required": ["path", "start_line", "end_line", "truncated", "text"],
-  "properties": {
-    "path": {"type": "string"},
-    "symbol": {"type": ["string", "null"]},
-    "start_line": {"type": "integer"},
-    "end_line": {"type": "integer"},
-    "truncated": {"type": "boolean"},
-    "text": {"type": "string"},
-    "repo": {"type": "string"},
-    "commit": {"type": "string"},
-    "source": {"type": "string", "enum": ["hub"]}
-  }
-}"#;
-
-const INDEX_STATUS_OUTPUT: &str = r#"{
-  "type": "object",
-  "required": ["root", "role", "index_age_secs", "indexing", "files", "chunks", "embedded"],
-  "properties": {
-    "root": {"type": "string"},
-    "role": {"type": "string", "enum": ["writer", "reader"]},
-    "index_age_secs": {"type": ["number", "null"]},
-    "indexing": {"type": "boolean"},
-    "files": {"type": "integer"},
-    "chunks": {"type": "integer"},
-    "embedded": {"type": "integer"},
-    "model": {"type": ["string", "null"]},
-    "model_error": {"type": ["string", "null"]}
-  }
-}"#;
-
-/// One definition's usages as `find_usages` lists them.
-fn usage_entry<'l>(
-    symbol: &str,
-    kind: &str,
-    lines: impl Iterator<Item = (usize, &'l str)>,
-) -> Value {
-    json!({
-        "symbol": symbol,
-        "kind": kind,
-        "lines": lines.map(|(n, l)| json!({"line": n, "text": l})).collect::<Vec<_>>(),
-    })
-}
-
-/// One file's usages as text: `heading`, then each definition and its
-/// numbered lines.
-fn write_usages(out: &mut String, heading: &str, entries: &[Value]) {
-    let _ = writeln!(out, "{heading}");
-    for e in entries {
-        let _ = writeln!(out, "  in `{}`:", e["symbol"].as_str().unwrap_or(""));
-        for l in e["lines"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                out,
-                "    {}: {}",
-                l["line"],
-                l["text"].as_str().unwrap_or("")
-            );
-        }
-    }
-}
-
-/// `find_usages`' answer from the hub's usages: grouped by repository and
-/// file, each with its definition and lines.
-fn hub_usages(name: &str, found: Vec<quarry_engine::hub::Usage>) -> CallToolResult {
-    if found.is_empty() {
-        return with_structure(
-            format!("No usages of `{name}` outside its definition in the hub."),
-            json!({ "symbol": name, "files": [], "source": "hub" }),
-        );
-    }
-    // (repository, path, commit, from the working tree) -> usages
-    type File = (String, String, String, bool);
-    let mut groups: Vec<(File, Vec<Value>)> = Vec::new();
-    for u in found {
-        let entry = usage_entry(
-            &u.symbol,
-            u.kind,
-            u.lines.iter().map(|(n, l)| (*n as usize, l.as_str())),
-        );
-        let key = (u.repo, u.path, u.commit, u.local);
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, entries)) => entries.push(entry),
-            None => groups.push((key, vec![entry])),
-        }
-    }
-    let mut out = String::new();
-    for ((repo, path, commit, local), entries) in &groups {
-        let at = if *local {
-            "working tree".to_string()
-        } else {
-            commit.chars().take(12).collect()
-        };
-        write_usages(&mut out, &format!("{repo}:{path} ({at})"), entries);
-    }
-    let files: Vec<Value> = groups
-        .into_iter()
-        .map(|((repo, path, commit, local), usages)| {
-            json!({"repo": repo, "commit": commit, "local": local, "path": path, "usages": usages})
-        })
-        .collect();
-    with_structure(
-        out,
-        json!({ "symbol": name, "files": files, "source": "hub" }),
-    )
-}
-
-/// Whether `line` holds `word` as a whole identifier.
-fn has_word(line: &str, word: &str) -> bool {
-    quarry_engine::lexical::tokenize::whole_word_matches(line, word)
-        .next()
-        .is_some()
-}
-
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for QuarryMcp {
     fn get_info(&self) -> ServerConfig {
@@ -1127,6 +877,7 @@ pub async fn run_stdio(engine: Arc<Engine>, hub: Option<HubSearch>) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use quarry_engine::search::Hit;
 
     #[test]
     fn output_schemas_are_json_objects() {

@@ -10,10 +10,10 @@
 //! answers from its local index with the reason this returns), or show a
 //! password (hub errors carry redacted URLs).
 
+use super::candidates::RepoScope;
 use super::conn::Hub;
 use super::error::HubError;
 use super::overlay::Overlay;
-use super::query::RepoScope;
 use super::query::{search, HubResults};
 use super::read::{file, usages, HubFile, Usage};
 use super::symbols::{symbols, HubSymbol};

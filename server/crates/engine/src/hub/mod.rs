@@ -20,6 +20,7 @@
 //! Never: show a connection string's password (errors and logs carry
 //! [`redact`]ed URLs), or run without the schema version it was built for.
 
+mod candidates;
 mod conn;
 mod error;
 mod link;
@@ -31,12 +32,13 @@ mod schema;
 mod symbols;
 mod tls;
 
+pub use candidates::RepoScope;
 pub use conn::{Hub, CONNECT_TIMEOUT};
 pub use error::{redact, HubError};
 pub use link::{local_reason, within, Ask, Checkout, HubLink};
 pub use overlay::{Overlay, OverlaySource};
 pub use push::{push, PushStats};
-pub use query::{search, HubHit, HubResults, OverlayInfo, RepoScope};
+pub use query::{search, HubHit, HubResults, OverlayInfo};
 pub use read::{file, usages, HubFile, Usage};
 pub use schema::quote_ident;
 pub use symbols::{symbols, HubSymbol};

@@ -7,11 +7,11 @@
 //! is one that does not exist), or match usages by anything but a whole
 //! word of a chunk's own lines.
 
+use super::candidates::RepoScope;
+use super::candidates::{choose_repos, fetch_chunks, repo_index, shard_ids, HubChunk, Repo};
 use super::conn::Hub;
 use super::error::{sql, HubError};
 use super::overlay::Overlay;
-use super::query::RepoScope;
-use super::query::{choose_repos, fetch_chunks, repo_index, shard_ids, HubChunk, Repo};
 use crate::lexical::tokenize::{whole_word_matches, MAX_TOKEN_LEN};
 use futures_util::future::join_all;
 use serde::Serialize;

@@ -9,11 +9,11 @@
 //! table), or match by typo over the hub (fuzzy matching needs every name;
 //! the hub offers exact and prefix).
 
+use super::candidates::RepoScope;
+use super::candidates::{assemble, choose_repos, fetch_chunks, shard_ids, sort_found, Found};
 use super::conn::Hub;
 use super::error::{sql, HubError};
 use super::overlay::Overlay;
-use super::query::RepoScope;
-use super::query::{assemble, choose_repos, fetch_chunks, shard_ids, sort_found, Found};
 use crate::chunk::ChunkKind;
 use crate::lexical::CorpusStats;
 use crate::search::{find_symbols, SymbolHit};

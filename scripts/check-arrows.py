@@ -47,7 +47,7 @@ LAYERS = {
         ["hub", "lsp", "quality"],
     ],
     "server/src": [
-        ["jsonrpc"],
+        ["jsonrpc", "wire"],
         ["lsp", "mcp", "cli"],
     ],
 }

@@ -15,6 +15,7 @@ use cli::{dense_engine, open, CommonArgs, HubArgs};
 mod jsonrpc;
 mod lsp;
 mod mcp;
+mod wire;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

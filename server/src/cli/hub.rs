@@ -2,6 +2,7 @@
 //! `quarry search --hub`. Each runs one short-lived tokio runtime for the
 //! PostgreSQL connection; errors get their context here.
 
+use crate::wire::HubResultsJson;
 use anyhow::{Context, Result};
 use quarry_engine::dense::DenseEngine;
 use quarry_engine::hub::{self, Checkout, Hub, HubResults, Overlay, RepoScope};
@@ -212,9 +213,17 @@ pub fn search(
             Err(e) => return Err(e).context("searching the hub"),
         };
         if lines {
-            writeln!(out, "{}", serde_json::to_string(&results)?)?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&HubResultsJson::from(&results))?
+            )?;
         } else if json {
-            writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&HubResultsJson::from(&results))?
+            )?;
         } else {
             print(&results, out)?;
         }

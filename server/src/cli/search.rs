@@ -3,6 +3,7 @@
 use super::{
     dense_engine, open, refresh_or_warn, tuned, wait_for_writer, CommonArgs, FilterArgs, HubArgs,
 };
+use crate::wire::ResultsJson;
 use anyhow::{Context, Result};
 use clap::Args;
 use quarry_engine::engine::Engine;
@@ -146,13 +147,22 @@ pub fn run(args: SearchArgs, out: &mut impl Write) -> Result<()> {
     };
     if let Some(batch) = batch {
         for query in &batch {
-            writeln!(out, "{}", serde_json::to_string(&answer(query))?)?;
+            let results = answer(query);
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&ResultsJson::from(&results))?
+            )?;
         }
         return Ok(());
     }
     let results = answer(&query);
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&ResultsJson::from(&results))?
+        )?;
     } else {
         // The same words as the JSON's `mode`.
         let reason = results.reason.as_deref().unwrap_or("");

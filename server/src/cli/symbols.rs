@@ -51,7 +51,8 @@ pub fn run(args: SymbolsArgs, out: &mut impl Write) -> Result<()> {
         match super::hub::symbols(&hub.hub, &scope, &query, kind, limit, workspace.as_ref())? {
             Ok(hits) => {
                 if json {
-                    writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+                    let wire = crate::wire::hub_symbols(&hits);
+                    writeln!(out, "{}", serde_json::to_string_pretty(&wire)?)?;
                 }
                 for hit in hits.iter().filter(|_| !json) {
                     writeln!(
@@ -73,7 +74,8 @@ pub fn run(args: SymbolsArgs, out: &mut impl Write) -> Result<()> {
     refresh_or_warn(&index);
     let hits = quarry_engine::search::find_symbols(&index.snapshot(), &query, kind, limit);
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+        let wire = crate::wire::symbols(&hits);
+        writeln!(out, "{}", serde_json::to_string_pretty(&wire)?)?;
     } else {
         for hit in &hits {
             writeln!(

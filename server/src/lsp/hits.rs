@@ -81,6 +81,7 @@ pub struct SearchHit {
     pub language: &'static str,
     /// Falls strictly down the list.
     pub score: f32,
+    #[serde(serialize_with = "crate::wire::source_names")]
     pub sources: Vec<Source>,
     pub snippet: String,
     /// Over a hub: the repository and commit the hit comes from (the
@@ -94,6 +95,7 @@ pub struct SearchHit {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchResponse {
+    #[serde(serialize_with = "crate::wire::mode_name")]
     pub mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,

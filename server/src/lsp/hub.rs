@@ -100,7 +100,7 @@ pub(super) async fn search_hub(
             "repos": results.repos,
             "candidateFiles": results.candidate_files,
             "overlayFiles": results.overlay_files,
-            "overlay": results.overlay,
+            "overlay": results.overlay.as_ref().map(crate::wire::OverlayJson::from),
         })),
     };
     let mut live = folder.as_ref().map(|f| LiveText {

@@ -12,6 +12,7 @@
 pub mod lines;
 mod schemas;
 mod text;
+use crate::wire::{HubResultsJson, ResultsJson};
 use quarry_engine::chunk::{chunk_file, detect_language, ChunkKind};
 use quarry_engine::engine::Engine;
 use quarry_engine::filter::Filter;
@@ -218,7 +219,7 @@ impl QuarryMcp {
                 hit.snippet.trim_end()
             );
         }
-        let mut value = serde_json::to_value(&results).unwrap_or(Value::Null);
+        let mut value = serde_json::to_value(HubResultsJson::from(&results)).unwrap_or(Value::Null);
         value["source"] = json!("hub");
         Ok(with_structure(out, value))
     }
@@ -448,7 +449,7 @@ impl QuarryMcp {
                 hit.snippet.trim_end()
             );
         }
-        let value = serde_json::to_value(&results).unwrap_or(Value::Null);
+        let value = serde_json::to_value(ResultsJson::from(&results)).unwrap_or(Value::Null);
         Ok(with_structure(out, value))
     }
 
@@ -498,7 +499,7 @@ impl QuarryMcp {
                     }
                     return Ok(with_structure(
                         out,
-                        json!({ "symbols": found, "source": "hub" }),
+                        json!({ "symbols": crate::wire::hub_symbols(&found), "source": "hub" }),
                     ));
                 }
                 Err(why) => hub_down = Some(format!("hub: {why}; answered from the local index")),
@@ -523,7 +524,7 @@ impl QuarryMcp {
                 h.qualified_name, h.kind, h.tier, h.path, h.start_line, h.end_line
             );
         }
-        let mut value = json!({ "symbols": hits });
+        let mut value = json!({ "symbols": crate::wire::symbols(&hits) });
         if let Some(down) = hub_down {
             value["reason"] = json!(down);
         }

@@ -26,8 +26,7 @@ use std::process::{Command, Stdio};
 pub const MAX_EMBEDDED: usize = 512;
 
 /// How the overlay found the files that differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OverlaySource {
     /// `git diff` against the hub's commit, plus untracked files.
     Git,

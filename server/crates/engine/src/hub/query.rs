@@ -25,32 +25,27 @@ use crate::lexical::{Bm25Config, CorpusStats, Query};
 use crate::search::{search_analysed, Coverage, Hit, Mode, SearchOptions, SearchQuery};
 use futures_util::future::join_all;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 use std::sync::Arc;
 
 /// A hit and where it comes from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct HubHit {
     pub repo: String,
     pub commit: String,
     /// Ranked from the workspace's own text (the overlay), not the hub's.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub local: bool,
-    #[serde(flatten)]
     pub hit: Hit,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct HubResults {
     pub mode: Mode,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub coverage: Coverage,
     pub hits: Vec<HubHit>,
     pub no_match: bool,
     /// The query's quoted phrases, as the ranking read them (a surface
     /// marks them in the hits it shows).
-    #[serde(skip)]
     pub phrases: Vec<String>,
     /// Repositories searched.
     pub repos: usize,
@@ -62,12 +57,11 @@ pub struct HubResults {
     pub overlay_files: usize,
     /// The workspace's changes over the hub's copy, when a checkout of a
     /// searched repository is overlaid.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub overlay: Option<OverlayInfo>,
 }
 
 /// What the overlay found: how, and how many paths it hides from the hub.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct OverlayInfo {
     pub repo: String,
     /// The hub's commit the checkout is compared with.

@@ -14,10 +14,9 @@ use super::error::{sql, HubError};
 use super::overlay::Overlay;
 use crate::lexical::tokenize::{whole_word_matches, MAX_TOKEN_LEN};
 use futures_util::future::join_all;
-use serde::Serialize;
 
 /// A file of a repository as the hub holds it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct HubFile {
     pub repo: String,
     pub commit: String,
@@ -53,7 +52,7 @@ pub async fn file(hubs: &[Hub], repo: &str, path: &str) -> Result<Option<HubFile
 }
 
 /// Where an identifier is used: one definition's lines that hold it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct Usage {
     pub repo: String,
     pub commit: String,
@@ -64,7 +63,6 @@ pub struct Usage {
     /// (1-based line, its text trimmed).
     pub lines: Vec<(u32, String)>,
     /// From the workspace's own text (the overlay), not the hub's.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub local: bool,
 }
 

@@ -19,20 +19,17 @@ use crate::lexical::CorpusStats;
 use crate::search::{find_symbols, SymbolHit};
 use futures_util::future::join_all;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
 
 /// Candidate definitions read per shard.
 const SYMBOL_DEPTH: i64 = 200;
 
 /// A definition and where it comes from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct HubSymbol {
     pub repo: String,
     pub commit: String,
     /// Found in the workspace's own text (the overlay), not the hub's.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub local: bool,
-    #[serde(flatten)]
     pub symbol: SymbolHit,
 }
 

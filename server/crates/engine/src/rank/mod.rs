@@ -18,11 +18,8 @@ pub mod frames;
 pub mod query_facts;
 pub mod signals;
 
-use serde::Serialize;
-
 /// A query branch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Branch {
     Lexical,
     Dense,

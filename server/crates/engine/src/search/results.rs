@@ -4,12 +4,10 @@
 //! Never: rank, or read an index.
 
 use crate::rank::Branch;
-use serde::Serialize;
 
 /// How a search ran, least promised first (a merged answer claims no more
 /// than its weakest part).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Mode {
     /// The lexical and symbol branches only (the results say why).
     Lexical,
@@ -46,8 +44,7 @@ impl std::fmt::Display for Mode {
 /// Why a hit is listed: a branch found it, or exact-name priority pinned
 /// it (`exact`: named like the identifier query; `phrase`: holds every
 /// quoted phrase).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
     Lexical,
     Dense,
@@ -93,9 +90,8 @@ impl Source {
     }
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Hit {
-    #[serde(skip)]
     pub chunk_id: u32,
     pub path: String,
     pub start_line: u32,
@@ -121,7 +117,7 @@ pub struct Hit {
     pub detail_line: u32,
 }
 
-#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Coverage {
     /// Chunks with a vector.
     pub embedded: u64,
@@ -129,12 +125,11 @@ pub struct Coverage {
     pub total: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct SearchResults {
     /// How the search ran (see [`Mode`]).
     pub mode: Mode,
     /// Why the search is lexical-only or partial, when it is.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub coverage: Coverage,
     pub hits: Vec<Hit>,
@@ -144,10 +139,8 @@ pub struct SearchResults {
     /// The idf-weighted share of the query's terms that the best lexical
     /// candidate holds (what lowers the dense weight, see
     /// `FuseConfig::lexical_confidence`).
-    #[serde(skip)]
     pub lexical_coverage: f32,
     /// The query's quoted phrases, as the search read them (a surface
     /// marks them in the hits it shows).
-    #[serde(skip)]
     pub phrases: Vec<String>,
 }

@@ -11,7 +11,6 @@ use crate::chunk::ChunkKind;
 use crate::index::Snapshot;
 use crate::rank::query_facts::{same_name, squash};
 use crate::symbols::{search_tables, MatchTier, SymbolMatch, SymbolQuery};
-use serde::Serialize;
 
 /// The best `limit` symbol matches over every segment that `keep` accepts
 /// (live chunks only), best first.
@@ -107,7 +106,7 @@ pub(super) fn symbol_branch(
     }
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SymbolHit {
     pub path: String,
     pub start_line: u32,

@@ -30,7 +30,9 @@ pub fn run(args: StatusArgs, out: &mut impl Write) -> Result<()> {
         Some(id) => id.to_string(),
         None => format!(
             "none ({})",
-            engine.unavailable_reason().unwrap_or("unknown")
+            engine
+                .unavailable_reason()
+                .unwrap_or_else(|| "unknown".into())
         ),
     };
     if json {

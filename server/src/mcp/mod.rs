@@ -704,7 +704,7 @@ impl QuarryMcp {
                 let _ = writeln!(
                     out,
                     "No model ({}): search is lexical-only.",
-                    reason.unwrap_or("unknown")
+                    reason.as_deref().unwrap_or("unknown")
                 );
             }
         }

@@ -131,13 +131,24 @@ pub struct EmbedCounts {
     pub computed: usize,
 }
 
+/// Why an engine has no model to embed with.
+#[derive(Debug, thiserror::Error)]
+pub enum Unavailable {
+    /// No model was found, or it (or the static tier distilled from it)
+    /// would not load.
+    #[error("{0}")]
+    Model(#[from] embed::ModelError),
+    /// Turned off by the caller (`--lexical`, no `--model`), in its words.
+    #[error("{0}")]
+    Disabled(&'static str),
+}
+
 /// Why an embedding call gave no vectors.
 #[derive(Debug, thiserror::Error)]
 pub enum DenseError {
-    /// The engine has no usable model (`DenseEngine::unavailable_reason`
-    /// says why: not found, not loadable, or turned off).
+    /// The engine has no usable model (see [`Unavailable`]).
     #[error("{0}")]
-    Unavailable(String),
+    Unavailable(Arc<Unavailable>),
     /// The model ran and failed (tokenizer or forward pass).
     #[error("embedding failed: {0}")]
     Embed(#[from] embed::ModelError),
@@ -151,7 +162,7 @@ pub enum DenseError {
 
 pub struct DenseEngine {
     config: DenseConfig,
-    embedder: Result<Model, String>,
+    embedder: Result<Model, Arc<Unavailable>>,
     /// Where the model was found.
     model_dir: Option<PathBuf>,
     cache: Mutex<Option<VectorCache>>,
@@ -191,13 +202,13 @@ impl DenseEngine {
                         .map(|s| Model::Static(Box::new(s))),
                 }
             })
-            .map_err(|e| e.to_string());
+            .map_err(|e| Arc::new(Unavailable::Model(e)));
         DenseEngine::new(config, embedder, model_dir)
     }
 
     fn new(
         config: DenseConfig,
-        embedder: Result<Model, String>,
+        embedder: Result<Model, Arc<Unavailable>>,
         model_dir: Option<PathBuf>,
     ) -> DenseEngine {
         DenseEngine {
@@ -221,7 +232,7 @@ impl DenseEngine {
         let dir = self.model_dir.as_ref()?;
         let embedder = load_static(&self.config.vector_cache_dir(), dir, transformer)
             .map(|s| Model::Static(Box::new(s)))
-            .map_err(|e| e.to_string());
+            .map_err(|e| Arc::new(Unavailable::Model(e)));
         let config = DenseConfig {
             tier: DenseTier::Static,
             ..self.config.clone()
@@ -230,13 +241,19 @@ impl DenseEngine {
     }
 
     /// A disabled engine (`--no-dense`).
-    pub fn disabled(reason: &str) -> DenseEngine {
-        DenseEngine::new(DenseConfig::default(), Err(reason.to_string()), None)
+    pub fn disabled(reason: &'static str) -> DenseEngine {
+        let why = Arc::new(Unavailable::Disabled(reason));
+        DenseEngine::new(DenseConfig::default(), Err(why), None)
     }
 
     /// Why dense search cannot run at all, if it cannot.
-    pub fn unavailable_reason(&self) -> Option<&str> {
-        self.embedder.as_ref().err().map(String::as_str)
+    pub fn unavailable(&self) -> Option<&Unavailable> {
+        self.embedder.as_ref().err().map(|why| &**why)
+    }
+
+    /// [`DenseEngine::unavailable`] in words, for a surface to show.
+    pub fn unavailable_reason(&self) -> Option<String> {
+        self.unavailable().map(Unavailable::to_string)
     }
 
     /// The transformer, when this engine runs one.
@@ -274,7 +291,7 @@ impl DenseEngine {
         let embedder = self
             .embedder
             .as_ref()
-            .map_err(|reason| DenseError::Unavailable(reason.clone()))?;
+            .map_err(|why| DenseError::Unavailable(why.clone()))?;
         if self.fail.load(Ordering::SeqCst) {
             return Err(DenseError::Injected);
         }

@@ -175,7 +175,7 @@ impl Index {
         let mut stats = EmbedStats::default();
         self.attach_dense(engine)?;
         let Some(vectors) = self.slot(engine.tier()).load_full() else {
-            stats.error = engine.unavailable_reason().map(str::to_string);
+            stats.error = engine.unavailable_reason();
             return Ok(stats);
         };
         if !self.is_writer() {

@@ -14,7 +14,7 @@ use super::store::{self, Manifest};
 use crate::confine::{self, Refusal};
 use crate::walk::{self, WalkEntry};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,6 +26,36 @@ pub(super) const KEPT_SEGMENTS: usize = 3;
 pub(super) const MAX_DEAD_FRACTION: f64 = 0.3;
 /// Updates with fewer bytes than this are parsed on the calling thread.
 pub(super) const PARALLEL_MIN_BYTES: u64 = 256 * 1024;
+
+/// Blocks dealt to each worker (see [`deal`]): enough that a block of slow
+/// files evens out over the others.
+const BLOCKS_PER_WORKER: u64 = 16;
+
+/// Deals `files` (in their sorted order) to `n_workers`: contiguous blocks
+/// of about equal bytes, handed out in turn, so each worker gets a similar
+/// mix and the shares depend on the file list alone, never on timing.
+/// Returns one list of indices per worker (none empty, at most
+/// `n_workers`).
+fn deal(files: &[WalkEntry], n_workers: usize, max_file_size: u64) -> Vec<Vec<usize>> {
+    let n_workers = n_workers.clamp(1, files.len().max(1));
+    let total: u64 = files.iter().map(|f| f.size.min(max_file_size)).sum();
+    let block_bytes = (total / (n_workers as u64 * BLOCKS_PER_WORKER)).max(1);
+    let mut shares: Vec<Vec<usize>> = vec![Vec::new(); n_workers];
+    let (mut block, mut in_block) = (0usize, 0u64);
+    for (i, file) in files.iter().enumerate() {
+        shares[block % n_workers].push(i);
+        in_block += file.size.min(max_file_size);
+        if in_block >= block_bytes {
+            block += 1;
+            in_block = 0;
+        }
+    }
+    shares.retain(|share| !share.is_empty());
+    if shares.is_empty() {
+        shares.push(Vec::new());
+    }
+    shares
+}
 
 /// Unsaved editor texts by root-relative path, indexed in place of the disk.
 pub(super) type Buffers = rustc_hash::FxHashMap<String, String>;
@@ -400,22 +430,22 @@ impl Index {
         } else {
             rayon::current_num_threads().clamp(1, changed.len().max(1))
         };
-        // Workers pull files from a shared cursor, each into its own
-        // builder, so a slow file never leaves a core idle.
-        let next = AtomicUsize::new(0);
+        // Each worker chunks its own share of the files into its own
+        // builder. The shares are dealt from the sorted file list alone,
+        // never by which thread is free first, so a file lands in the same
+        // segment, with the same chunk ids, on every build of the same
+        // tree (ties in a ranking break on chunk id).
+        let shares = deal(changed, n_workers, self.config.max_file_size);
         let done = AtomicU64::new(0);
         let total = changed.len() as u64;
-        let share = total_bytes / n_workers as u64;
-        let work = || {
-            self.build_worker(
-                state, changed, buffers, share, &next, &done, total, progress,
-            )
+        let work = |mine: &Vec<usize>| {
+            self.build_worker(state, changed, mine, buffers, &done, total, progress)
         };
-        let results: Vec<(SegmentBuilder, UpdateStats)> = if n_workers == 1 {
-            vec![work()]
+        let results: Vec<(SegmentBuilder, UpdateStats)> = if shares.len() == 1 {
+            shares.iter().map(work).collect()
         } else {
             use rayon::prelude::*;
-            (0..n_workers).into_par_iter().map(|_| work()).collect()
+            shares.par_iter().map(work).collect()
         };
         let mut builders = Vec::with_capacity(results.len());
         for (builder, worker_stats) in results {
@@ -429,21 +459,23 @@ impl Index {
         builders
     }
 
+    /// Chunks the files `mine` (indices into `entries`) into one builder.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn build_worker(
         &self,
         state: &WriterState,
         entries: &[WalkEntry],
+        mine: &[usize],
         buffers: &Buffers,
-        source_bytes: u64,
-        next: &AtomicUsize,
         done: &AtomicU64,
         total: u64,
         progress: &(dyn Fn(Progress) + Sync),
     ) -> (SegmentBuilder, UpdateStats) {
+        let max = self.config.max_file_size;
+        let source_bytes = mine.iter().map(|&i| entries[i].size.min(max)).sum();
         let mut builder = SegmentBuilder::for_source_bytes(source_bytes);
         let mut stats = UpdateStats::default();
-        while let Some(entry) = entries.get(next.fetch_add(1, Ordering::Relaxed)) {
+        for entry in mine.iter().filter_map(|&i| entries.get(i)) {
             if self.is_stopped() {
                 break;
             }
@@ -587,4 +619,53 @@ impl Index {
 pub(super) struct Merged {
     pub(super) segment: Arc<Segment>,
     pub(super) replaced: Vec<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deal;
+    use crate::chunk::Language;
+    use crate::walk::WalkEntry;
+
+    fn files(sizes: &[u64]) -> Vec<WalkEntry> {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| WalkEntry {
+                rel_path: format!("f{i:04}.rs"),
+                abs_path: format!("/r/f{i:04}.rs").into(),
+                language: Language::Rust,
+                size,
+                mtime_ns: 0,
+                stamp: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_file_is_dealt_once_the_same_way_every_time_in_even_shares() {
+        let sizes: Vec<u64> = (0..1000u64).map(|i| 100 + (i * 7919) % 50_000).collect();
+        let list = files(&sizes);
+        let shares = deal(&list, 4, u64::MAX);
+        assert_eq!(shares, deal(&list, 4, u64::MAX));
+        assert_eq!(shares.len(), 4);
+        let mut seen: Vec<usize> = shares.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..1000).collect::<Vec<_>>());
+        let bytes: Vec<u64> = shares
+            .iter()
+            .map(|s| s.iter().map(|&i| sizes[i]).sum())
+            .collect();
+        let (lo, hi) = (bytes.iter().min().unwrap(), bytes.iter().max().unwrap());
+        assert!(hi - lo < hi / 5, "{bytes:?}");
+    }
+
+    #[test]
+    fn few_files_make_few_shares_and_none_make_one_empty_share() {
+        assert_eq!(deal(&files(&[10, 20]), 8, u64::MAX).len(), 2);
+        assert_eq!(deal(&files(&[]), 4, u64::MAX), vec![Vec::<usize>::new()]);
+        // One huge file (capped at the size limit) does not starve the rest.
+        let shares = deal(&files(&[1 << 40, 5, 5, 5]), 2, 1 << 20);
+        assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), 4);
+    }
 }

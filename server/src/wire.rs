@@ -7,7 +7,7 @@
 //! Owns: field names, their order and which are left out when empty.
 //! Never: computes anything an answer does not hold.
 
-use quarry_engine::hub::{HubHit, HubResults, HubSymbol, OverlayInfo, OverlaySource};
+use quarry_engine::hub::{HubHit, HubResults, HubSymbol, OverlayInfo};
 use quarry_engine::search::{Coverage, Hit, Mode, SearchResults, Source, SymbolHit};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -40,7 +40,8 @@ pub struct HitJson<'a> {
     pub kind: &'static str,
     pub language: &'static str,
     pub score: f32,
-    pub sources: Vec<&'static str>,
+    #[serde(serialize_with = "source_names")]
+    pub sources: &'a [Source],
     pub ranks: &'a BTreeMap<&'static str, u32>,
     pub snippet: &'a str,
     pub detail: &'a str,
@@ -59,7 +60,7 @@ impl<'a> From<&'a Hit> for HitJson<'a> {
             kind: h.kind,
             language: h.language,
             score: h.score,
-            sources: h.sources.iter().map(|s| s.name()).collect(),
+            sources: &h.sources,
             ranks: &h.ranks,
             snippet: &h.snippet,
             detail: &h.detail,
@@ -68,21 +69,26 @@ impl<'a> From<&'a Hit> for HitJson<'a> {
     }
 }
 
-/// A local search's answer.
+/// What every search answer starts with: how it ran, why, its vector
+/// coverage, its hits (`H`: local or hub hits) and whether anything matched.
 #[derive(Serialize)]
-pub struct ResultsJson<'a> {
-    pub mode: &'static str,
+pub struct AnswerJson<'a, H> {
+    #[serde(serialize_with = "mode_name")]
+    pub mode: Mode,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<&'a str>,
     pub coverage: CoverageJson,
-    pub hits: Vec<HitJson<'a>>,
+    pub hits: Vec<H>,
     pub no_match: bool,
 }
 
+/// A local search's answer.
+pub type ResultsJson<'a> = AnswerJson<'a, HitJson<'a>>;
+
 impl<'a> From<&'a SearchResults> for ResultsJson<'a> {
     fn from(r: &'a SearchResults) -> ResultsJson<'a> {
-        ResultsJson {
-            mode: r.mode.name(),
+        AnswerJson {
+            mode: r.mode,
             reason: r.reason.as_deref(),
             coverage: r.coverage.into(),
             hits: r.hits.iter().map(HitJson::from).collect(),
@@ -127,10 +133,7 @@ impl<'a> From<&'a OverlayInfo> for OverlayJson<'a> {
         OverlayJson {
             repo: &o.repo,
             commit: &o.commit,
-            source: match o.source {
-                OverlaySource::Git => "git",
-                OverlaySource::Hashes => "hashes",
-            },
+            source: o.source.name(),
             masked: o.masked,
         }
     }
@@ -139,12 +142,8 @@ impl<'a> From<&'a OverlayInfo> for OverlayJson<'a> {
 /// A search's answer over a hub.
 #[derive(Serialize)]
 pub struct HubResultsJson<'a> {
-    pub mode: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<&'a str>,
-    pub coverage: CoverageJson,
-    pub hits: Vec<HubHitJson<'a>>,
-    pub no_match: bool,
+    #[serde(flatten)]
+    pub answer: AnswerJson<'a, HubHitJson<'a>>,
     pub repos: usize,
     pub candidate_chunks: usize,
     pub candidate_files: usize,
@@ -156,11 +155,13 @@ pub struct HubResultsJson<'a> {
 impl<'a> From<&'a HubResults> for HubResultsJson<'a> {
     fn from(r: &'a HubResults) -> HubResultsJson<'a> {
         HubResultsJson {
-            mode: r.mode.name(),
-            reason: r.reason.as_deref(),
-            coverage: r.coverage.into(),
-            hits: r.hits.iter().map(HubHitJson::from).collect(),
-            no_match: r.no_match,
+            answer: AnswerJson {
+                mode: r.mode,
+                reason: r.reason.as_deref(),
+                coverage: r.coverage.into(),
+                hits: r.hits.iter().map(HubHitJson::from).collect(),
+                no_match: r.no_match,
+            },
             repos: r.repos,
             candidate_chunks: r.candidate_chunks,
             candidate_files: r.candidate_files,

@@ -191,7 +191,7 @@ pub fn search(
         Ok(hubs) => hubs,
         Err(down) => return Ok(Answered::Down(down)),
     };
-    let dense = Some(asked.dense).filter(|d| d.unavailable_reason().is_none());
+    let dense = Some(asked.dense).filter(|d| d.unavailable().is_none());
     let overlay = overlay_of(&rt, &hubs, asked.workspace, dense)?;
     for query in asked.queries {
         let results = rt.block_on(hub::search(

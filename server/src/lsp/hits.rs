@@ -424,9 +424,7 @@ pub(super) fn search_all(state: &State, query: &str, options: &SearchOptions) ->
         };
         let results = tiers.search(&snapshot, query, options, &mut text);
         let phrases = results.phrases.clone();
-        let usable = engine
-            .as_ref()
-            .is_some_and(|e| e.unavailable_reason().is_none());
+        let usable = engine.as_ref().is_some_and(|e| e.unavailable().is_none());
         if results.mode == Mode::Lexical && usable && snapshot.vectors.is_some() {
             // The model is there and vectors exist: the dense branch
             // failed at run time.

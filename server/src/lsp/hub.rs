@@ -59,7 +59,7 @@ pub(super) async fn search_hub(
     let workspace = folder.as_ref().map(|f| hub_checkout(state, settings, f));
     let dense = state
         .engine()
-        .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
+        .filter(|e| !settings.lexical_only && e.unavailable().is_none());
     let scope = quarry_engine::hub::RepoScope {
         globs: settings.hub_repos.clone(),
     };
@@ -170,7 +170,7 @@ pub(super) async fn symbols_hub(
     let checkout = folder.as_ref().map(|f| hub_checkout(state, settings, f));
     let dense = state
         .engine()
-        .filter(|e| !settings.lexical_only && e.unavailable_reason().is_none());
+        .filter(|e| !settings.lexical_only && e.unavailable().is_none());
     let task = {
         let (state, urls, query) = (state.clone(), settings.hub.clone(), query.to_string());
         let scope = quarry_engine::hub::RepoScope {

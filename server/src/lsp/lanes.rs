@@ -289,7 +289,7 @@ async fn update_folder(state: &Arc<State>, folder: &Arc<Folder>, paths: Vec<Path
     // transformer vectors back from the cache; the lane computes the rest
     // in the background.
     let fast = state.static_engine();
-    let engine = state.engine().filter(|e| e.unavailable_reason().is_none());
+    let engine = state.engine().filter(|e| e.unavailable().is_none());
     if fast.is_some() || engine.is_some() {
         let job_index = index.clone();
         let job_priority = priority.clone();
@@ -404,7 +404,7 @@ async fn load_engine(state: &Arc<State>) -> Option<Arc<DenseEngine>> {
         }
     }
     *state.engine.write().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
-    if settings.static_tier && loaded.unavailable_reason().is_none() {
+    if settings.static_tier && loaded.unavailable().is_none() {
         let transformer = loaded.clone();
         let fast = in_background(move || transformer.static_from().map(Arc::new))
             .await
@@ -448,7 +448,7 @@ pub(super) async fn embed_loop(state: Arc<State>) {
         let Some(engine) = load_engine(&state).await else {
             continue;
         };
-        if engine.unavailable_reason().is_some() {
+        if engine.unavailable().is_some() {
             continue;
         }
         // Every chunk gets a static vector first (seconds), then the

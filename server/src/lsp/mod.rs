@@ -286,7 +286,7 @@ impl Backend {
             .iter()
             .all(|f| f["ready"] == true && f["embedded"] == f["chunks"]);
         let (mode, reason) = match &engine {
-            Some(e) if !settings.lexical_only && e.unavailable_reason().is_none() => {
+            Some(e) if !settings.lexical_only && e.unavailable().is_none() => {
                 if complete {
                     ("hybrid", None)
                 } else {

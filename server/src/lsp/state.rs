@@ -118,7 +118,7 @@ impl State {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .filter(|e| e.unavailable_reason().is_none())
+            .filter(|e| e.unavailable().is_none())
     }
 
     /// The tiers this server has loaded: the transformer, and with the

@@ -313,7 +313,7 @@ impl QuarryMcp {
                     }
                 });
                 let dense = engine.tiers().transformer().cloned();
-                let dense = dense.filter(|e| e.unavailable_reason().is_none());
+                let dense = dense.filter(|e| e.unavailable().is_none());
                 let ask = quarry_engine::hub::Ask {
                     urls: &hub.urls,
                     scope: &hub.scope,

@@ -350,7 +350,7 @@ fn without_a_model_search_is_lexical_and_says_why() {
         cache_dir: Some(empty.path().join("vectors")),
         ..DenseConfig::default()
     });
-    assert!(engine.unavailable_reason().is_some());
+    assert!(engine.unavailable().is_some());
     let ws = Workspace::fixture();
     let index = refreshed(&ws);
     let stats = index

@@ -168,7 +168,7 @@ pub fn run(
 
     // The local index of the whole corpus, for the same queries.
     let local = open_index(corpus, &work.path().join("cache-all"))?;
-    let model = dense.unavailable_reason().is_none();
+    let model = dense.unavailable().is_none();
     if model {
         local.attach_dense(dense)?;
         local.embed_pending(dense, &[], None, &|_| {})?;

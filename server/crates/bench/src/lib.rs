@@ -665,7 +665,7 @@ pub fn run_dense(
     let load_start = Instant::now();
     let fast = engine
         .static_from()
-        .filter(|f| f.unavailable_reason().is_none())
+        .filter(|f| f.unavailable().is_none())
         .ok_or_else(|| std::io::Error::other("no static tier"))?;
     let static_load_s = load_start.elapsed().as_secs_f64();
 

@@ -48,7 +48,7 @@ impl Tiers {
         transformer: Option<Arc<DenseEngine>>,
         static_tier: Option<Arc<DenseEngine>>,
     ) -> Tiers {
-        let static_tier = static_tier.filter(|e| e.unavailable_reason().is_none());
+        let static_tier = static_tier.filter(|e| e.unavailable().is_none());
         Tiers {
             transformer,
             static_tier,
@@ -71,7 +71,7 @@ impl Tiers {
                 fill: None,
             };
         };
-        let usable = transformer.is_some_and(|e| e.unavailable_reason().is_none());
+        let usable = transformer.is_some_and(|e| e.unavailable().is_none());
         let (embedded, total) = snapshot.coverage_of(DenseTier::Transformer);
         let (fast_embedded, _) = snapshot.coverage_of(DenseTier::Static);
         if usable && (embedded >= total || fast_embedded <= embedded) {
@@ -126,13 +126,13 @@ impl Engine {
         index.attach_dense(&transformer)?;
         let mut static_tier = None;
         if transformer.tier() == DenseTier::Transformer
-            && transformer.unavailable_reason().is_none()
+            && transformer.unavailable().is_none()
             && index.has_saved_vectors(DenseTier::Static)
         {
             let (embedded, total) = index.snapshot().coverage_of(DenseTier::Transformer);
             if embedded < total {
                 if let Some(fast) = transformer.static_from() {
-                    if fast.unavailable_reason().is_none() {
+                    if fast.unavailable().is_none() {
                         index.attach_dense(&fast)?;
                         static_tier = Some(Arc::new(fast));
                     }
@@ -164,7 +164,7 @@ impl Engine {
     /// change by meaning too. Returns why it could not, if it tried.
     pub fn catch_up(&self) -> Result<(), IndexError> {
         let engine = &self.dense;
-        if engine.unavailable_reason().is_some() {
+        if engine.unavailable().is_some() {
             return Ok(());
         }
         let (embedded, total) = self.index.snapshot().coverage_of(engine.tier());

@@ -35,6 +35,16 @@ pub enum OverlaySource {
     Hashes,
 }
 
+impl OverlaySource {
+    /// `git` or `hashes`, as every surface writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            OverlaySource::Git => "git",
+            OverlaySource::Hashes => "hashes",
+        }
+    }
+}
+
 /// The workspace's files that differ from the hub's copy of its repository.
 pub struct Overlay {
     /// The hub repository the workspace is a checkout of.
@@ -139,8 +149,7 @@ impl Overlay {
             .iter()
             .map(|f| vec![None; f.chunks.len()])
             .collect();
-        let Some(engine) = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM)
-        else {
+        let Some(engine) = dense.filter(|e| e.unavailable().is_none() && e.dim() == DIM) else {
             return;
         };
         let budget = engine.config().token_budget;

@@ -158,7 +158,7 @@ pub async fn push(
         .map(|file| file.iter().map(|t| embed_key(&model, budget, t)).collect())
         .collect();
     let mut vectors: FxHashMap<Vec<u8>, String> = FxHashMap::default();
-    let embeds = dense.unavailable_reason().is_none() && dense.dim() == DIM;
+    let embeds = dense.unavailable().is_none() && dense.dim() == DIM;
     if embeds {
         let all: Vec<&Vec<u8>> = keys.iter().flatten().collect();
         for batch in all.chunks(10_000) {

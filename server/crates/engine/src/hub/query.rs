@@ -241,7 +241,7 @@ pub async fn search(
     trace.mark("document frequencies");
     let k1 = Bm25Config::default().k1;
     let names: Vec<String> = name_words(analysed.text);
-    let engine = dense.filter(|e| e.unavailable_reason().is_none() && e.dim() == DIM);
+    let engine = dense.filter(|e| e.unavailable().is_none() && e.dim() == DIM);
     let same_model = engine
         .and_then(DenseEngine::model_id)
         .is_some_and(|m| repos.iter().all(|r| r.model == m));
@@ -401,7 +401,7 @@ pub async fn search(
     trace.mark("ranking");
     trace.finish(analysed.text, n_keys);
     out.mode = results.mode;
-    let usable = dense.is_some_and(|d| d.unavailable_reason().is_none());
+    let usable = dense.is_some_and(|d| d.unavailable().is_none());
     out.reason = if usable && !same_model {
         Some("the hub holds no vectors of this model: lexical-only search".into())
     } else {

@@ -114,21 +114,24 @@ fn folded_len(c: char) -> usize {
 /// `HTTPServerError2x` gives `http|server|error|2|x`; runs of
 /// non-alphanumeric characters separate parts and belong to none.
 pub(super) fn part_starts(name: &str, out: &mut Vec<u16>) {
-    let mut starts = Vec::new();
-    crate::ident::split_parts(name, &mut |start, _| starts.push(start));
-    let mut starts = starts.into_iter().peekable();
+    // Parts come in order, so one pass over the characters maps each
+    // part's byte offset in `name` to its offset in the folded form.
+    let mut chars = name.char_indices().peekable();
     let mut folded = 0usize;
-    for (offset, c) in name.char_indices() {
-        let Some(&next) = starts.peek() else { break };
-        if next == offset {
-            starts.next();
-            match u16::try_from(folded) {
-                Ok(p) => out.push(p),
-                Err(_) => break,
+    let mut overflow = false;
+    crate::ident::split_parts(name, &mut |start, _| {
+        while let Some(&(offset, c)) = chars.peek() {
+            if offset >= start {
+                break;
             }
+            folded += folded_len(c);
+            chars.next();
         }
-        folded += folded_len(c);
-    }
+        match u16::try_from(folded) {
+            Ok(p) if !overflow => out.push(p),
+            _ => overflow = true,
+        }
+    });
 }
 
 /// Characters that split a qualified query (`::`, `.`, `#`).

@@ -9,11 +9,15 @@ pylint, pytest and sphinx are held out for evaluation and never used here.
 Subcommands (run from anywhere; paths are relative to the repository root):
 
   select    rewrite bench/dev/swebench_instances.txt from the records by the
-            fixed rule in SELECTION (all instances of the small repositories,
-            then the first SYMPY_COUNT sympy instances by instance id).
+            fixed rule in SELECTION (all instances of the repositories the
+            `fetch` tool mirrors, then the django instances whose gold patch
+            fits one of its PyPI releases; needs `sdists` first).
+  sdists    download (pip, PyPI only) and unpack the releases SDIST_REPOS
+            names into target/dev-set/sdists.
   prepare   verify the records file, extract each chosen instance's repository
             at base_commit into target/dev-set/swe/<id> (from a git mirror made
-            by the `fetch` tool, /work/.mirror/<owner>+<name>/repo) and derive
+            by the `fetch` tool, /work/.mirror/<owner>+<name>/repo; django from
+            its release with the gold patch reversed, see SDIST_REPOS) and derive
             the gold files and gold functions into target/dev-set/swe-gold.json.
   run       index and search every instance with Quarry, score it, score the
             BM25 file baseline, print tables, write
@@ -25,6 +29,8 @@ ivan4722/csvtransfer, copied to target/dev-set/; the mirrors come from the
 `fetch` tool: github:pallets/flask, mwaskom/seaborn, pydata/xarray,
 astropy/astropy, sympy/sympy):
 
+  python3 bench/dev/swebench.py sdists
+  python3 bench/dev/swebench.py select
   python3 bench/dev/swebench.py prepare
   python3 bench/dev/swebench.py run --label base --jobs 2
   python3 bench/dev/swebench.py run --label nocap --quarry-args "--rank saturation=0"
@@ -49,7 +55,7 @@ Gold (derived from the gold patch, on the base version of each file):
     level give no gold function.
 
 Metrics (per instance, averaged over instances):
-  * file Acc@k: every gold file is among the first k DISTINCT files of the hit
+  * file Acc@k (k = 1, 5, 10): every gold file is among the first k DISTINCT files of the hit
     list (hits in order; a file counts at its first hit).
   * file found: every gold file appears somewhere in the hit list (limit 50).
   * function R@10: fraction of gold functions matched by the top 10 hits. A hit
@@ -72,6 +78,7 @@ import argparse
 import ast
 import collections
 import concurrent.futures
+import difflib
 import hashlib
 import json
 import math
@@ -103,14 +110,25 @@ DEFAULT_QUARRY = ROOT / "target" / "release" / "quarry"
 
 # Held out for evaluation: never select, prepare or run these.
 HELD_OUT = {"psf/requests", "pylint-dev/pylint", "pytest-dev/pytest", "sphinx-doc/sphinx"}
-# Selection rule (see `select`). scikit-learn, matplotlib and django would be
-# natural choices, but their repository snapshots are larger than the 500 MiB
-# the `fetch` tool brings onto this machine, so they cannot be checked out here.
-SMALL_REPOS = ["pallets/flask", "mwaskom/seaborn", "pydata/xarray", "astropy/astropy"]
-SYMPY_COUNT = 30
+# Selection rule (see `select`). Repositories whose git snapshot the `fetch`
+# tool brings (at most 500 MiB) are checked out at base_commit from the mirror.
+# django, scikit-learn and matplotlib are larger than that; django comes from
+# its PyPI source releases instead (see SDIST_REPOS).
+MIRROR_REPOS = ["pallets/flask", "mwaskom/seaborn", "pydata/xarray", "astropy/astropy",
+                "sympy/sympy"]
+# A repository checked out from PyPI sdists: the package name and the release
+# versions, oldest first. An instance of version X.Y is the release X.Y with
+# the gold patch reversed (the fix landed in that release), or else the release
+# before it (the fix came later), as it stands. An instance whose gold patch
+# fits neither is not selected. Files outside the gold patch are the release's,
+# not base_commit's: close to the issue's tree, not identical.
+SDIST_REPOS = {
+    "django/django": ("Django", ["3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0"]),
+}
+SDISTS = DEV / "sdists"
 SELECTION = (
-    f"all instances of {', '.join(SMALL_REPOS)}; then the first {SYMPY_COUNT} "
-    "sympy/sympy instances sorted by instance_id"
+    f"all instances of {', '.join(MIRROR_REPOS)}; then every django/django instance "
+    "whose gold patch fits a PyPI release (see SDIST_REPOS), sorted by instance_id"
 )
 
 TEXT_EXTS = {
@@ -161,8 +179,13 @@ def chosen(records: dict[str, dict], only: list[str] | None = None) -> list[dict
 def cmd_select(args) -> None:
     records = load_records(Path(args.records))
     recs = sorted(records.values(), key=lambda r: r["instance_id"])
-    ids = [r["instance_id"] for r in recs if r["repo"] in SMALL_REPOS]
-    ids += [r["instance_id"] for r in recs if r["repo"] == "sympy/sympy"][:SYMPY_COUNT]
+    ids = [r["instance_id"] for r in recs if r["repo"] in MIRROR_REPOS]
+    for r in recs:
+        if r["repo"] in SDIST_REPOS:
+            if sdist_fit(r) is None:
+                print(f"{r['instance_id']}: gold patch fits no release, not selected")
+            else:
+                ids.append(r["instance_id"])
     assert not any(records[i]["repo"] in HELD_OUT for i in ids)
     text = "# SWE-bench Lite dev instances for bench/dev/swebench.py (ids only).\n"
     text += f"# Rule: {SELECTION}.\n"
@@ -285,7 +308,11 @@ def innermost(funcs, pred):
 
 def derive_gold(rec: dict, checkout: Path) -> dict:
     gold_files, gold_funcs, notes = [], [], []
-    for fd in parse_patch(rec["patch"]):
+    patch = rec["patch"]
+    if rec["repo"] in SDIST_REPOS:
+        patch = rebased_patch(rec, checkout)
+        notes.append("tree: " + source_note(checkout).read_text().strip())
+    for fd in parse_patch(patch):
         path = fd["old"]
         if path is None:
             notes.append(f"new file {fd['new']} ignored")
@@ -342,6 +369,8 @@ def materialize(rec: dict, mirrors: Path) -> Path:
     dest = CHECKOUTS / rec["instance_id"]
     if dest.is_dir():
         return dest
+    if rec["repo"] in SDIST_REPOS:
+        return materialize_sdist(rec, dest)
     git_dir = mirror_of(rec["repo"], mirrors)
     CHECKOUTS.mkdir(parents=True, exist_ok=True)
     missing = missing_blobs(git_dir, rec["base_commit"])
@@ -378,6 +407,116 @@ def missing_blobs(git_dir: Path, commit: str) -> list[str]:
                            input="".join(sha + "\n" for sha, _ in entries).encode(),
                            capture_output=True, check=True).stdout.decode().splitlines()
     return [path for (sha, path), line in zip(entries, check) if line.endswith(" missing")]
+
+
+# ---------------------------------------------------------------- sdists ---
+
+def sdist_root(repo: str, version: str) -> Path:
+    package, _ = SDIST_REPOS[repo]
+    return SDISTS / f"{package}-{version}"
+
+
+def cmd_sdists(args) -> None:
+    """Download and unpack every release named in SDIST_REPOS (PyPI only)."""
+    SDISTS.mkdir(parents=True, exist_ok=True)
+    for repo, (package, versions) in SDIST_REPOS.items():
+        for v in versions:
+            root = sdist_root(repo, v)
+            if root.is_dir():
+                continue
+            tarball = SDISTS / f"{package}-{v}.tar.gz"
+            if not tarball.is_file():
+                subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                                "--no-binary", ":all:", f"{package}=={v}", "-d", str(SDISTS)],
+                               check=True)
+            subprocess.run(["tar", "-xzf", str(tarball), "-C", str(SDISTS)], check=True)
+            print(f"{root.relative_to(ROOT)} ready")
+
+
+def patch_fits(root: Path, patch: str, reverse: bool) -> bool:
+    argv = ["patch", "-p1", "--dry-run", "--force", "--silent", "-d", str(root)]
+    proc = subprocess.run(argv + (["-R"] if reverse else []), input=patch.encode(),
+                          capture_output=True)
+    return proc.returncode == 0
+
+
+def sdist_fit(rec: dict) -> tuple[str, bool] | None:
+    """(release, reverse): the release whose tree is the issue's, and whether
+    the gold patch must be reversed on it to get there; None when none fits."""
+    _, versions = SDIST_REPOS[rec["repo"]]
+    i = versions.index(rec["version"])
+    for j, reverse in ((i, True), (i - 1, False)):
+        if 0 <= j < len(versions):
+            root = sdist_root(rec["repo"], versions[j])
+            if not root.is_dir():
+                sys.exit(f"{root} missing: run `sdists` first")
+            if patch_fits(root, rec["patch"], reverse):
+                return versions[j], reverse
+    return None
+
+
+def materialize_sdist(rec: dict, dest: Path) -> Path:
+    fit = sdist_fit(rec)
+    if fit is None:
+        sys.exit(f"{rec['instance_id']}: the gold patch fits no release")
+    version, reverse = fit
+    CHECKOUTS.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=rec["instance_id"] + ".", dir=CHECKOUTS))
+    shutil.copytree(sdist_root(rec["repo"], version), tmp, dirs_exist_ok=True)
+    if reverse:
+        argv = ["patch", "-p1", "-R", "--force", "--silent", "--no-backup-if-mismatch",
+                "-d", str(tmp)]
+        if subprocess.run(argv, input=rec["patch"].encode()).returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            sys.exit(f"{rec['instance_id']}: reversing the gold patch failed")
+    tmp.rename(dest)
+    # Beside the checkout, not in it: Quarry must not index it.
+    source_note(dest).write_text(
+        f"{SDIST_REPOS[rec['repo']][0]}-{version}"
+        f"{' with the gold patch reversed' if reverse else ''}\n")
+    return dest
+
+
+def source_note(checkout: Path) -> Path:
+    return checkout.with_name(checkout.name + ".source")
+
+
+def rebased_patch(rec: dict, checkout: Path) -> str:
+    """The gold patch re-expressed against the checkout's own line numbers.
+
+    A checkout made from a release differs from base_commit outside the fix,
+    so the patch's hunk positions are off: apply it to a copy of each changed
+    file and diff the two versions (no context lines)."""
+    out = []
+    for fd in parse_patch(rec["patch"]):
+        path = fd["old"]
+        if path is None or not (checkout / path).is_file():
+            out.append(f"diff --git a/{fd['new']} b/{fd['new']}\n--- /dev/null\n+++ b/{fd['new']}\n")
+            continue
+        old = (checkout / path).read_text(encoding="utf-8", errors="replace")
+        with tempfile.TemporaryDirectory() as td:
+            shutil.copy(checkout / path, Path(td) / "f")
+            one = single_file_patch(rec["patch"], path)
+            proc = subprocess.run(["patch", "--force", "--silent", str(Path(td) / "f")],
+                                  input=one.encode(), capture_output=True)
+            if proc.returncode != 0:
+                raise ValueError(f"{path}: gold patch does not apply to the checkout")
+            new = (Path(td) / "f").read_text(encoding="utf-8", errors="replace")
+        out.append(f"diff --git a/{path} b/{path}\n")
+        out.extend(line if line.endswith("\n") else line + "\n" for line in difflib.unified_diff(
+            old.splitlines(), new.splitlines(), "a/" + path, "b/" + path, n=0, lineterm=""))
+    return "".join(out)
+
+
+def single_file_patch(patch: str, path: str) -> str:
+    """The part of a git patch that changes `path`."""
+    keep, out = False, []
+    for line in patch.splitlines(keepends=True):
+        if line.startswith("diff --git "):
+            keep = line.rstrip("\n").endswith(" b/" + path) or f" a/{path} " in line
+        if keep:
+            out.append(line)
+    return "".join(out)
 
 
 def cmd_prepare(args) -> None:
@@ -478,6 +617,7 @@ def file_metrics(files: list[str], gold_files: list[str]) -> dict:
     worst = None if any(r is None for r in ranks.values()) else max(ranks.values(), default=None)
     return {
         "gold_file_ranks": ranks,
+        "acc1": worst is not None and worst <= 1,
         "acc5": worst is not None and worst <= 5,
         "acc10": worst is not None and worst <= 10,
         "found": worst is not None,
@@ -502,7 +642,7 @@ def run_quarry(quarry: str, argv: list[str]) -> tuple[subprocess.CompletedProces
 def evaluate(rec: dict, gold: dict, args, bm25_cache: dict, lock: threading.Lock) -> dict:
     iid = rec["instance_id"]
     root = CHECKOUTS / iid
-    cache = CACHES / iid
+    cache = Path(args.caches) / iid
     if args.fresh and cache.exists():
         shutil.rmtree(cache)
     lexical = ["--lexical"] if args.mode == "lexical" else []
@@ -570,12 +710,19 @@ def pct(x):
     return "   -" if x is None else f"{100 * x:4.0f}"
 
 
+def acc_at(row: dict, k: int) -> bool:
+    """Every gold file within the first k distinct files (from the stored ranks)."""
+    ranks = row["gold_file_ranks"].values()
+    return bool(ranks) and all(r is not None and r <= k for r in ranks)
+
+
 def table(rows: list[dict], title: str) -> str:
     groups = collections.OrderedDict()
     for r in rows:
         groups.setdefault(r["repo"].split("/")[1], []).append(r)
     groups["ALL"] = rows
-    head = (f"{'repo':10} {'n':>3} {'0hit':>4} {'<10':>4} | {'Q f@5':>5} {'f@10':>5} {'f@50':>5} "
+    head = (f"{'repo':10} {'n':>3} {'0hit':>4} {'<10':>4} | {'Q f@1':>5} {'f@5':>5} {'f@10':>5} "
+            f"{'f@50':>5} "
             f"{'fnR10':>5} {'(nf)':>4} | {'BM25 f@5':>8} {'f@10':>5} | {'idx s':>6} {'srch s':>6}")
     lines = [title, head, "-" * len(head)]
     for name, rs in groups.items():
@@ -585,6 +732,7 @@ def table(rows: list[dict], title: str) -> str:
         lines.append(
             f"{name:10} {len(rs):3} {sum(r.get('n_hits', 0) == 0 for r in ok):4} "
             f"{sum(r.get('n_hits', 0) < 10 for r in ok):4} | "
+            f"{pct(mean([acc_at(r, 1) for r in ok])):>5} "
             f"{pct(mean([r['acc5'] for r in ok])):>5} {pct(mean([r['acc10'] for r in ok])):>5} "
             f"{pct(mean([r['found'] for r in ok])):>5} {pct(mean(fr)):>5} {len(fr):4} | "
             f"{pct(mean([b['acc5'] for b in bm])):>8} {pct(mean([b['acc10'] for b in bm])):>5} | "
@@ -593,7 +741,7 @@ def table(rows: list[dict], title: str) -> str:
     errors = [r for r in rows if "error" in r]
     if errors:
         lines.append(f"errors: {len(errors)}: " + ", ".join(r["instance_id"] for r in errors))
-    lines.append("columns: file Acc@5/@10/found@50 of Quarry, function R@10 (over nf instances "
+    lines.append("columns: file Acc@1/@5/@10/found@50 of Quarry, function R@10 (over nf instances "
                  "with gold functions), BM25 whole-file file Acc@5/@10; mean index/search seconds")
     return "\n".join(lines)
 
@@ -675,6 +823,8 @@ def main() -> None:
     p = sub.add_parser("select", help="rewrite the instance list by the fixed rule")
     p.add_argument("records", nargs="?", default=str(DEFAULT_RECORDS))
     p.set_defaults(func=cmd_select)
+    p = sub.add_parser("sdists", help="download and unpack the PyPI releases SDIST_REPOS names")
+    p.set_defaults(func=cmd_sdists)
     p = sub.add_parser("prepare", help="extract checkouts and derive gold")
     p.add_argument("records", nargs="?", default=str(DEFAULT_RECORDS))
     p.add_argument("--mirrors", default=str(DEFAULT_MIRRORS))
@@ -690,6 +840,8 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--jobs", type=int, default=1, help=f"parallel instances (at most {MAX_JOBS})")
     p.add_argument("--fresh", action="store_true", help="delete each instance's cache first")
+    p.add_argument("--caches", default=str(CACHES),
+                   help="where each instance's index goes (give runs side by side their own)")
     p.add_argument("--no-baseline", action="store_true")
     p.add_argument("--only", nargs="*", help="instance id substrings")
     p.set_defaults(func=cmd_run)

@@ -182,6 +182,31 @@ fn exact_definition_outranks_mentions() {
 }
 
 #[test]
+fn a_name_spelt_as_written_outranks_one_equal_when_case_is_folded() {
+    // vitest's `Vitest` class against its `vitest` constant: both are exact
+    // names for `Vitest`, and the short constant scores as well as the long
+    // class on every branch; the spelling decides. Typed the other way, the
+    // constant comes first.
+    let ws = Workspace::empty();
+    ws.write(
+        "src/vi.ts",
+        "export const vitest: VitestUtils = createVitest()\n",
+    );
+    let mut class = String::from("export class Vitest {\n");
+    for i in 0..40 {
+        class.push_str(&format!("  step{i}(): number {{ return {i} }}\n"));
+    }
+    class.push_str("}\n");
+    ws.write("src/node/core.ts", class);
+    let hits = run(&ws, "Vitest", &SearchOptions::default());
+    assert_eq!(hits[0].1, "Vitest", "{hits:?}");
+    assert!(hits[0].3.contains(&"exact"), "{:?}", hits[0]);
+    assert!(hits[1].3.contains(&"exact"), "{:?}", hits[1]);
+    let hits = run(&ws, "vitest", &SearchOptions::default());
+    assert_eq!(hits[0].1, "vitest", "{hits:?}");
+}
+
+#[test]
 fn symbol_name_hits_are_exempt_from_the_cap() {
     // An identifier query: its symbol-branch hits cluster as they earned.
     let ws = crowded_workspace();
@@ -421,6 +446,42 @@ fn traceback_frames_raise_the_definitions_they_point_at() {
         names(run(&ws, &query, &SearchOptions::default())),
         names(run(&ws, &query, &off))
     );
+}
+
+/// Of a traceback's frames, the one where the error was raised (the last
+/// in Python) rises most; the entry point that called it rises too, but
+/// less. With every frame raised alike (`frame_decay` 1) the entry point,
+/// which matches more of the prose, stays first.
+#[test]
+fn the_deepest_frame_rises_above_the_entry_point() {
+    let ws = Workspace::empty();
+    ws.write(
+        "app/management.py",
+        "def execute_command(argv):\n    \"\"\"Runs a management command: parse the command, load settings, run the command.\"\"\"\n    return run_command(argv)\n",
+    );
+    ws.write(
+        "app/checks.py",
+        "def check_field(field):\n    return field.name\n",
+    );
+    let query = "Running the check command fails: the management command crashes\n\
+                 Traceback (most recent call last):\n  \
+                 File \"/srv/app/management.py\", line 3, in execute_command\n  \
+                 File \"/srv/app/checks.py\", line 2, in check_field\n\
+                 AttributeError: 'NoneType' object has no attribute 'name'\n";
+    let names = |options: &SearchOptions| -> Vec<String> {
+        run(&ws, query, options).into_iter().map(|h| h.1).collect()
+    };
+    let hits = names(&SearchOptions::default());
+    assert_eq!(hits[..2], ["check_field", "execute_command"], "{hits:?}");
+    let alike = SearchOptions {
+        signals: Signals {
+            frame_decay: 1.0,
+            ..Signals::default()
+        },
+        ..SearchOptions::default()
+    };
+    let hits = names(&alike);
+    assert_eq!(hits[0], "execute_command", "{hits:?}");
 }
 
 #[test]

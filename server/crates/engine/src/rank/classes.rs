@@ -173,6 +173,20 @@ pub fn secondary_classes(path: &str) -> impl Iterator<Item = PathClass> {
         .filter_map(|(is, class)| is.then_some(class))
 }
 
+/// A numbered schema migration: a file in a `migrations` or `migrate`
+/// folder whose name starts with its sequence number or timestamp
+/// (Django's `migrations/0001_initial.py`, Rails' `db/migrate/2019..._x.rb`,
+/// Flyway's `V1__init.sql` is left alone). Written by a tool from the
+/// models, declarative, and alike across apps: they echo every model
+/// field an issue quotes and crowd out the code that builds them.
+fn is_schema_migration(parts: &[&str], file: &str) -> bool {
+    let in_migrations = parts
+        .last()
+        .is_some_and(|p| *p == "migrations" || *p == "migrate");
+    let digits = file.bytes().take_while(u8::is_ascii_digit).count();
+    in_migrations && digits >= 4 && file.as_bytes().get(digits) == Some(&b'_')
+}
+
 /// Classifies a workspace-relative path by its folders and file name.
 pub fn path_class(path: &str) -> Option<PathClass> {
     let lower = path.to_ascii_lowercase();
@@ -250,6 +264,10 @@ pub fn path_class(path: &str) -> Option<PathClass> {
         || class_suffix;
     if is_test_file || parts.iter().any(|p| TEST_DIRS.contains(p)) {
         return Some(PathClass::Test);
+    }
+    // After the tests: a test app's migrations are tests first.
+    if is_schema_migration(&parts, file) {
+        return Some(PathClass::Generated);
     }
     None
 }

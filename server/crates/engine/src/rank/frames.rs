@@ -21,6 +21,22 @@ pub struct Frame {
     /// The function the frame is in, when the trace says (`parse`; the last
     /// part of `com.x.Parser.parse`); never `<module>`-like names.
     pub name: Option<String>,
+    /// How many frames of its trace were called after it: 0 where the error
+    /// was raised (the last frame of a Python traceback, the first line of a
+    /// JavaScript or Java stack) and for a location named on its own; the
+    /// entry point's plumbing has the largest.
+    pub depth: u32,
+}
+
+/// How a location was written, which says where the deepest call is.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// `File "...", line N`: most recent call last.
+    Python,
+    /// `at ...` lines: most recent call first.
+    Stack,
+    /// A `path:line` in prose.
+    Bare,
 }
 
 /// At most this many frames are taken from one query.
@@ -34,30 +50,59 @@ const SOURCE_EXTENSIONS: &[&str] = &[
     "exs", "erl", "hs", "ml", "zig", "dart", "vue", "svelte",
 ];
 
-/// The locations `text` names, in order of appearance, without repeats.
+/// The locations `text` names, in order of first appearance, without
+/// repeats (a repeated location keeps its least depth).
 pub fn frames(text: &str) -> Vec<Frame> {
-    let mut out: Vec<Frame> = Vec::new();
     // Every location form holds a `:` or a Python `File "`; most queries
     // hold neither and are not walked word by word.
     if !text.contains(':') && !text.contains("File \"") {
-        return out;
+        return Vec::new();
     }
-    let mut push = |frame: Frame| {
-        if out.len() < MAX_FRAMES
-            && !out
-                .iter()
-                .any(|f| f.path == frame.path && f.line == frame.line)
-        {
-            out.push(frame);
-        }
-    };
+    // Each location with its form and the trace it belongs to: a Python
+    // traceback starts at its `Traceback` line, a stack at its first `at`
+    // line.
+    let mut found: Vec<(Frame, Form, usize)> = Vec::new();
+    let (mut trace, mut in_stack) = (0, false);
     for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("Traceback (most recent call last)") {
+            trace += 1;
+        }
         if let Some(frame) = python_frame(line) {
-            push(frame);
+            found.push((frame, Form::Python, trace));
             continue;
         }
-        for frame in located_words(line) {
-            push(frame);
+        let stack = trimmed.starts_with("at ");
+        if stack && !in_stack {
+            trace += 1;
+        }
+        in_stack = stack;
+        let form = if stack { Form::Stack } else { Form::Bare };
+        found.extend(located_words(line).into_iter().map(|f| (f, form, trace)));
+    }
+    let depths: Vec<u32> = (0..found.len())
+        .map(|i| {
+            let (_, form, trace) = found[i];
+            let same = |entry: &&(Frame, Form, usize)| entry.1 == form && entry.2 == trace;
+            let called_after = match form {
+                Form::Python => found[i + 1..].iter().filter(same).count(),
+                Form::Stack => found[..i].iter().filter(same).count(),
+                Form::Bare => 0,
+            };
+            called_after as u32
+        })
+        .collect();
+    let mut out: Vec<Frame> = Vec::new();
+    for ((mut frame, _, _), depth) in found.into_iter().zip(depths) {
+        frame.depth = depth;
+        let full = out.len() >= MAX_FRAMES;
+        match out
+            .iter_mut()
+            .find(|f| f.path == frame.path && f.line == frame.line)
+        {
+            Some(seen) => seen.depth = seen.depth.min(depth),
+            None if !full => out.push(frame),
+            None => {}
         }
     }
     out
@@ -87,6 +132,7 @@ fn python_frame(line: &str) -> Option<Frame> {
         path: normalize_path(path)?,
         line: number,
         name,
+        depth: 0,
     })
 }
 
@@ -124,6 +170,7 @@ fn located_words(line: &str) -> Vec<Frame> {
             path,
             line: number,
             name,
+            depth: 0,
         });
     }
     out
@@ -195,7 +242,12 @@ mod tests {
             path: path.into(),
             line,
             name: name.map(Into::into),
+            depth: 0,
         }
+    }
+
+    fn deep(depth: u32, frame: Frame) -> Frame {
+        Frame { depth, ..frame }
     }
 
     #[test]
@@ -210,15 +262,21 @@ TypeError: __init__() got an unexpected keyword argument 'header_rows'"#;
         assert_eq!(
             frames(text),
             vec![
-                frame(
-                    "/usr/lib/python3/dist-packages/astropy/io/ascii/ui.py",
-                    856,
-                    Some("write")
+                deep(
+                    2,
+                    frame(
+                        "/usr/lib/python3/dist-packages/astropy/io/ascii/ui.py",
+                        856,
+                        Some("write")
+                    )
                 ),
-                frame(
-                    "C:/Users/e/sympy/functions/hyperbolic.py",
-                    590,
-                    Some("eval")
+                deep(
+                    1,
+                    frame(
+                        "C:/Users/e/sympy/functions/hyperbolic.py",
+                        590,
+                        Some("eval")
+                    )
                 ),
                 frame("sympy/core/sympify.py", 368, None),
             ]
@@ -235,10 +293,35 @@ TypeError: __init__() got an unexpected keyword argument 'header_rows'"#;
             frames(text),
             vec![
                 frame("/srv/app/lib/router.js", 42, Some("parseRoute")),
-                frame("Parser.java", 120, Some("parse")),
+                deep(1, frame("Parser.java", 120, Some("parse"))),
                 frame("src/lexical/mod.rs", 77, None),
             ]
         );
+    }
+
+    #[test]
+    fn each_traceback_counts_its_own_depths() {
+        // Two chained tracebacks; a frame repeated in both keeps its least
+        // depth, and the place it was first seen.
+        let text = "Traceback (most recent call last):\n  File \"a.py\", line 1, in main\n  \
+                    File \"b.py\", line 2, in run\nValueError\n\nDuring handling of the above \
+                    exception, another exception occurred:\n\nTraceback (most recent call \
+                    last):\n  File \"b.py\", line 2, in run\n  File \"c.py\", line 3, in \
+                    fail\n  File \"d.py\", line 4, in raise_it\nKeyError";
+        assert_eq!(
+            frames(text),
+            vec![
+                deep(1, frame("a.py", 1, Some("main"))),
+                deep(0, frame("b.py", 2, Some("run"))),
+                deep(1, frame("c.py", 3, Some("fail"))),
+                frame("d.py", 4, Some("raise_it")),
+            ]
+        );
+        // A stack counts from its first `at` line, whatever came before.
+        let text = "see src/x.js:9\nError: boom\n  at f (src/a.js:1:1)\n  at g (src/b.js:2:1)\n\n\
+                    again\n  at h (src/c.js:3:1)";
+        let depths: Vec<u32> = frames(text).iter().map(|f| f.depth).collect();
+        assert_eq!(depths, [0, 0, 1, 0]);
     }
 
     #[test]

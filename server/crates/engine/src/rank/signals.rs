@@ -95,6 +95,9 @@ pub struct Signals {
     /// Added to a definition a traceback frame of the query points at
     /// (`rank::frames`), in units of the best fused score (0 = off).
     pub frames: f32,
+    /// What a frame's weight is multiplied by per call made after it in its
+    /// trace (`Frame::depth`): 1 raises every frame alike.
+    pub frame_decay: f32,
 }
 
 impl Signals {
@@ -116,6 +119,7 @@ impl Signals {
             short_chunk: 1.0,
             outside_definitions: 1.0,
             frames: 0.0,
+            frame_decay: 1.0,
         }
     }
 }
@@ -141,6 +145,7 @@ impl Default for Signals {
             short_chunk: 1.0,
             outside_definitions: 1.0,
             frames: 1.0,
+            frame_decay: 0.5,
         }
     }
 }
@@ -429,6 +434,21 @@ mod tests {
             ("src/raw/tests.rs", Some(PathClass::Test)),
             ("vendor/lib/a.go", Some(PathClass::Vendored)),
             ("api/service.pb.go", Some(PathClass::Generated)),
+            (
+                "django/contrib/auth/migrations/0001_initial.py",
+                Some(PathClass::Generated),
+            ),
+            (
+                "db/migrate/20190101120000_create_users.rb",
+                Some(PathClass::Generated),
+            ),
+            ("django/db/migrations/autodetector.py", None),
+            ("django/db/migrations/operations/models.py", None),
+            ("migrations/README.md", None),
+            (
+                "tests/sites_framework/migrations/0001_initial.py",
+                Some(PathClass::Test),
+            ),
             ("static/app.min.js", Some(PathClass::Minified)),
             ("src/requests/sessions.py", None),
             ("src/testimony.rs", None),

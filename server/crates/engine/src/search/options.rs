@@ -166,6 +166,7 @@ impl SearchOptions {
             "short" => signals.short_chunk = number,
             "outside" => signals.outside_definitions = number,
             "frames" => signals.frames = number,
+            "frame_decay" => signals.frame_decay = number,
             _ => {
                 let Some(rest) = key.strip_prefix("bm25.") else {
                     return Err(format!("--rank: unknown knob {key:?}"));

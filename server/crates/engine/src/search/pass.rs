@@ -114,6 +114,7 @@ impl PassContext<'_> {
             .collect();
         let pins = Pins {
             exact: &symbol.exact,
+            cased: &symbol.cased,
             phrases: &phrases,
             on: self.options.exact_priority,
         };
@@ -272,7 +273,12 @@ impl PassContext<'_> {
         });
         if options.signals.frames > 0.0 {
             let located = locate_frames(snapshot, &self.query.frames, self.filter);
-            raise_located(fused, &located, options.signals.frames);
+            raise_located(
+                fused,
+                &located,
+                options.signals.frames,
+                options.signals.frame_decay,
+            );
         }
     }
 
@@ -307,7 +313,12 @@ impl PassContext<'_> {
                 .is_some_and(|(_, chunk)| chunk.kind == ChunkKind::Impl)
         };
         let pinned = fused.iter().take_while(|f| pins.is_pinned(f)).count();
-        fused[..pinned].sort_by_key(|f| pins.is_exact(f) && is_impl(f));
+        // Among the pinned: a name equal only when case is folded after one
+        // spelt as written, and impl blocks after the types they implement.
+        let some_cased = !pins.cased.is_empty();
+        let folded_only =
+            |f: &Fused| some_cased && pins.is_exact(f) && !pins.cased.contains(&f.chunk_id);
+        fused[..pinned].sort_by_key(|f| (pins.is_exact(f) && is_impl(f), folded_only(f)));
     }
 
     /// Every candidate in its place (no limit: which come first must not
@@ -348,6 +359,8 @@ impl PassContext<'_> {
 struct Pins<'a> {
     /// Definitions named exactly like an identifier query.
     exact: &'a FxHashSet<u32>,
+    /// Those of them spelt like it, case included.
+    cased: &'a FxHashSet<u32>,
     /// Chunks that hold every quoted phrase, verified in their text.
     phrases: &'a FxHashSet<u32>,
     /// `SearchOptions::exact_priority`.
@@ -365,13 +378,18 @@ impl Pins<'_> {
 }
 
 /// The live definitions the frames of a query point at, in frame order,
-/// each once: in a file the frame's path names (`frames::names_file`), the
+/// each once with the least depth of a frame pointing at it
+/// (`Frame::depth`): in a file the frame's path names (`frames::names_file`), the
 /// innermost definition holding the frame's line; when the frame names its
 /// function, the innermost definition of that name holding the line, or
 /// else the one of that name nearest to it (the trace may come from another
 /// version of the file). A frame whose file is not in the index, or whose
 /// function is not in its file, points at nothing.
-fn locate_frames(snapshot: &Snapshot, frames: &[Frame], filter: &ChunkFilter<'_>) -> Vec<u32> {
+fn locate_frames(
+    snapshot: &Snapshot,
+    frames: &[Frame],
+    filter: &ChunkFilter<'_>,
+) -> Vec<(u32, u32)> {
     // Per frame: (holds the line, distance to it, span, chunk id) of its
     // best definition so far; least is best.
     let mut best: Vec<Option<(bool, u32, u32, u32)>> = vec![None; frames.len()];
@@ -415,18 +433,22 @@ fn locate_frames(snapshot: &Snapshot, frames: &[Frame], filter: &ChunkFilter<'_>
             }
         }
     }
-    let mut located: Vec<u32> = Vec::new();
-    for (_, _, _, id) in best.into_iter().flatten() {
-        if !located.contains(&id) {
-            located.push(id);
+    let mut located: Vec<(u32, u32)> = Vec::new();
+    for (frame, best) in frames.iter().zip(best) {
+        let Some((_, _, _, id)) = best else { continue };
+        match located.iter_mut().find(|(seen, _)| *seen == id) {
+            Some((_, depth)) => *depth = (*depth).min(frame.depth),
+            None => located.push((id, frame.depth)),
         }
     }
     located
 }
 
-/// Adds `weight * top` to each located chunk (joining it to the list if no
-/// branch found it) and re-sorts; equal scores keep their order.
-fn raise_located(fused: &mut Vec<Fused>, located: &[u32], weight: f32) {
+/// Adds `weight * decay^depth * top` to each located chunk (joining it to
+/// the list if no branch found it) and re-sorts; equal scores keep their
+/// order. The frame where the error was raised gets the whole weight, the
+/// entry point's plumbing little.
+fn raise_located(fused: &mut Vec<Fused>, located: &[(u32, u32)], weight: f32, decay: f32) {
     if located.is_empty() {
         return;
     }
@@ -434,12 +456,13 @@ fn raise_located(fused: &mut Vec<Fused>, located: &[u32], weight: f32) {
         .first()
         .map_or(1.0, |f| f.score)
         .max(f32::MIN_POSITIVE);
-    for &id in located {
+    for &(id, depth) in located {
+        let raise = weight * decay.powi(depth.min(64) as i32) * top;
         match fused.iter_mut().find(|f| f.chunk_id == id) {
-            Some(f) => f.score += weight * top,
+            Some(f) => f.score += raise,
             None => fused.push(Fused {
                 chunk_id: id,
-                score: weight * top,
+                score: raise,
                 ranks: [None; 3],
             }),
         }

@@ -79,6 +79,9 @@ pub(super) struct SymbolBranch {
     /// and separator insensitive: `graphstore.lookup` names
     /// `GraphStore::lookup`), for exact-name priority.
     pub(super) exact: rustc_hash::FxHashSet<u32>,
+    /// Those of `exact` whose name is spelt as the query is, case included
+    /// (the class `Vitest` for `Vitest`, not the constant `vitest`).
+    pub(super) cased: rustc_hash::FxHashSet<u32>,
 }
 
 pub(super) fn symbol_branch(
@@ -101,6 +104,16 @@ pub(super) fn symbol_branch(
         exact: matches
             .iter()
             .filter(|m| m.tier == MatchTier::Exact)
+            .map(|m| m.chunk_id)
+            .collect(),
+        cased: matches
+            .iter()
+            .filter(|m| m.tier == MatchTier::Exact)
+            .filter(|m| {
+                snapshot
+                    .chunk(m.chunk_id)
+                    .is_some_and(|(_, chunk)| *chunk.name == *query.written_name())
+            })
             .map(|m| m.chunk_id)
             .collect(),
     }

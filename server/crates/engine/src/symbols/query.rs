@@ -12,6 +12,9 @@ use super::fold::{fold, is_query_separator, normalize_container, Folded};
 pub struct SymbolQuery {
     /// The last segment, matched against symbol names.
     pub(super) name: Folded,
+    /// That segment as written, case kept: of two definitions whose names
+    /// both equal the query when case is folded, the one spelt like it.
+    written: Box<str>,
     /// The normalised leading segments of a qualified query.
     pub(super) container: Option<Vec<u8>>,
     /// For a qualified query, the whole text lowercased: a symbol whose name
@@ -41,8 +44,10 @@ impl SymbolQuery {
         if let Some((i, c)) = split {
             let container = normalize_container(&text[..i]);
             if !container.is_empty() {
+                let name_text = text[i + c.len_utf8()..].trim();
                 return SymbolQuery {
-                    name: fold(text[i + c.len_utf8()..].trim()),
+                    name: fold(name_text),
+                    written: name_text.into(),
                     container: Some(container),
                     literal: Some(fold(text).bytes),
                     kind,
@@ -52,6 +57,7 @@ impl SymbolQuery {
         let name_text = text.trim_start_matches(is_query_separator);
         SymbolQuery {
             name: fold(name_text),
+            written: name_text.into(),
             container: None,
             literal: None,
             kind,
@@ -62,6 +68,12 @@ impl SymbolQuery {
     /// `GraphStore::lookup`.
     pub fn name(&self) -> &str {
         std::str::from_utf8(&self.name.bytes).unwrap_or("")
+    }
+
+    /// The part matched against symbol names as written: `Lookup` of
+    /// `GraphStore::Lookup`.
+    pub fn written_name(&self) -> &str {
+        &self.written
     }
 
     /// True when the query can match nothing sensible (no name and no

@@ -611,7 +611,7 @@ pub fn configs() -> Vec<Config> {
             fusion(&|f| f.missing = fuse_defaults.missing),
         ),
         Config {
-            label: format!("full stack (defaults: {})", describe(&defaults)),
+            label: format!("{FULL_STACK}{})", describe(&defaults)),
             options: SearchOptions::default(),
         },
         row(
@@ -634,6 +634,9 @@ pub fn configs() -> Vec<Config> {
         ),
     ]
 }
+
+/// How the full stack's label starts.
+const FULL_STACK: &str = "full stack (defaults: ";
 
 fn describe(s: &Signals) -> String {
     let mut on = Vec::new();
@@ -882,13 +885,18 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
     let mut misses = Vec::new();
     let mut text = DiskText::of(&index);
     let configs = configs();
-    let last = configs.len() - 1;
+    // The full stack always runs and its misses are listed (rows after it
+    // are its variants).
+    let full = configs
+        .iter()
+        .position(|c| c.label.starts_with(FULL_STACK))
+        .unwrap_or(configs.len() - 1);
     // The configurations also served through a hub: the full stack, and
     // the full stack without the dense branch.
     let mut through: Vec<(String, SearchOptions)> = Vec::new();
     for (n, mut config) in configs.into_iter().enumerate() {
         if let Some(only) = &options.only {
-            if n != last && !config.label.contains(only.as_str()) {
+            if n != full && !config.label.contains(only.as_str()) {
                 continue;
             }
         }
@@ -898,9 +906,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 .tune(key, value)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         }
-        if config.label.starts_with("full stack (defaults")
-            || config.label == "full stack, lexical only"
-        {
+        if config.label.starts_with(FULL_STACK) || config.label == "full stack, lexical only" {
             through.push((config.label.clone(), config.options.clone()));
         }
         let mut scores = Scores::default();
@@ -919,7 +925,7 @@ pub fn run(options: &QualityOptions) -> io::Result<QualityReport> {
                 .collect();
             let expected: BTreeSet<String> = q.expected.iter().cloned().collect();
             scores.add(q, &ranked, &expected);
-            if n == last && !ranked.iter().take(10).any(|r| expected.contains(r)) {
+            if n == full && !ranked.iter().take(10).any(|r| expected.contains(r)) {
                 misses.push(format!(
                     "[{} {}] {} -> expected {} ; got {}",
                     q.class.name(),

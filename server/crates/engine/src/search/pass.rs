@@ -97,16 +97,27 @@ impl PassContext<'_> {
             .iter()
             .all(|ids| ids.len() < depth);
         let config = self.weights(mode, tier, vector_share, coverage);
-        let mut fused = fuse(
-            &[
-                (Branch::Lexical, lexical_ids.as_slice()),
-                (Branch::Dense, dense.as_slice()),
-                (Branch::Symbol, symbol_ids.as_slice()),
-            ],
-            &config,
-            Some(depth),
-        );
-        self.signals(&mut fused);
+        let fused_with = |dense: &[u32]| {
+            let mut fused = fuse(
+                &[
+                    (Branch::Lexical, lexical_ids.as_slice()),
+                    (Branch::Dense, dense),
+                    (Branch::Symbol, symbol_ids.as_slice()),
+                ],
+                &config,
+                Some(depth),
+            );
+            self.signals(&mut fused);
+            fused
+        };
+        let mut fused = fused_with(&dense);
+        let guard = self.options.lexical_guard;
+        if guard > 0 && !dense.is_empty() {
+            // What lexical-only search would put first, kept in the head.
+            if let Some(first) = fused_with(&[]).first() {
+                keep_within(&mut fused, first.chunk_id, guard);
+            }
+        }
         let phrases: FxHashSet<u32> = lexical
             .iter()
             .filter(|h| h.phrase)
@@ -444,6 +455,26 @@ fn locate_frames(
     located
 }
 
+/// Moves `id` up to place `places` (1-based) when it sits lower, scored
+/// between the hit above that place and the one it displaces, so scores
+/// still fall in list order.
+fn keep_within(fused: &mut Vec<Fused>, id: u32, places: usize) {
+    let Some(at) = fused.iter().position(|f| f.chunk_id == id) else {
+        return;
+    };
+    let to = places.max(1) - 1;
+    if at <= to {
+        return;
+    }
+    let mut kept = fused.remove(at);
+    let below = fused[to].score;
+    kept.score = match to.checked_sub(1).map(|above| fused[above].score) {
+        Some(above) => below + (above - below) / 2.0,
+        None => below + below.abs().max(f32::MIN_POSITIVE) * 1e-3,
+    };
+    fused.insert(to, kept);
+}
+
 /// Adds `weight * decay^depth * top` to each located chunk (joining it to
 /// the list if no branch found it) and re-sorts; equal scores keep their
 /// order. The frame where the error was raised gets the whole weight, the
@@ -468,4 +499,41 @@ fn raise_located(fused: &mut Vec<Fused>, located: &[(u32, u32)], weight: f32, de
         }
     }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(ids: &[u32]) -> Vec<Fused> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, &chunk_id)| Fused {
+                chunk_id,
+                score: 1.0 - i as f32 * 0.1,
+                ranks: [None; 3],
+            })
+            .collect()
+    }
+
+    fn ids(fused: &[Fused]) -> Vec<u32> {
+        fused.iter().map(|f| f.chunk_id).collect()
+    }
+
+    #[test]
+    fn a_guarded_hit_moves_up_to_its_place_and_no_further() {
+        let mut fused = list(&[10, 11, 12, 13, 14]);
+        keep_within(&mut fused, 14, 3);
+        assert_eq!(ids(&fused), [10, 11, 14, 12, 13]);
+        // Scored between its neighbours: scores still fall.
+        assert!(fused.windows(2).all(|w| w[0].score > w[1].score));
+        keep_within(&mut fused, 13, 1);
+        assert_eq!(ids(&fused), [13, 10, 11, 14, 12]);
+        assert!(fused.windows(2).all(|w| w[0].score > w[1].score));
+        // Already within its places, or not listed: nothing moves.
+        let before = ids(&fused);
+        keep_within(&mut fused, 10, 3);
+        keep_within(&mut fused, 99, 3);
+        assert_eq!(ids(&fused), before);
+    }
 }

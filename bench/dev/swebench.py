@@ -490,8 +490,13 @@ def rebased_patch(rec: dict, checkout: Path) -> str:
     out = []
     for fd in parse_patch(rec["patch"]):
         path = fd["old"]
-        if path is None or not (checkout / path).is_file():
+        if path is None:
+            # A new file: kept as one, so the gold notes say so.
             out.append(f"diff --git a/{fd['new']} b/{fd['new']}\n--- /dev/null\n+++ b/{fd['new']}\n")
+            continue
+        if not (checkout / path).is_file():
+            # Absent from this tree: no hunks, noted as missing at base.
+            out.append(f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n")
             continue
         old = (checkout / path).read_text(encoding="utf-8", errors="replace")
         with tempfile.TemporaryDirectory() as td:

@@ -9,6 +9,8 @@
 //! job (`search::locate_frames`), which also decides what an unknown path
 //! means (nothing).
 
+use rustc_hash::FxHashMap;
+
 /// One location named in a query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -29,7 +31,7 @@ pub struct Frame {
 }
 
 /// How a location was written, which says where the deepest call is.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Form {
     /// `File "...", line N`: most recent call last.
     Python,
@@ -80,16 +82,25 @@ pub fn frames(text: &str) -> Vec<Frame> {
         let form = if stack { Form::Stack } else { Form::Bare };
         found.extend(located_words(line).into_iter().map(|f| (f, form, trace)));
     }
-    let depths: Vec<u32> = (0..found.len())
-        .map(|i| {
-            let (_, form, trace) = found[i];
-            let same = |entry: &&(Frame, Form, usize)| entry.1 == form && entry.2 == trace;
-            let called_after = match form {
-                Form::Python => found[i + 1..].iter().filter(same).count(),
-                Form::Stack => found[..i].iter().filter(same).count(),
+    // One pass to count each trace's frames of each form, one to number
+    // them: a Python frame's depth is the frames after it in its trace, a
+    // stack frame's those before it.
+    let mut counts: FxHashMap<(usize, Form), u32> = FxHashMap::default();
+    for &(_, form, trace) in &found {
+        *counts.entry((trace, form)).or_default() += 1;
+    }
+    let mut seen: FxHashMap<(usize, Form), u32> = FxHashMap::default();
+    let depths: Vec<u32> = found
+        .iter()
+        .map(|&(_, form, trace)| {
+            let before = seen.entry((trace, form)).or_default();
+            let depth = match form {
+                Form::Python => counts[&(trace, form)] - *before - 1,
+                Form::Stack => *before,
                 Form::Bare => 0,
             };
-            called_after as u32
+            *before += 1;
+            depth
         })
         .collect();
     let mut out: Vec<Frame> = Vec::new();

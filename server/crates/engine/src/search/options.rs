@@ -64,8 +64,9 @@ pub struct SearchOptions {
     /// Exact-name definitions and verified phrases above every fused hit.
     pub exact_priority: bool,
     /// With the dense branch on: the hit a lexical-only search would put
-    /// first is kept within this many places (0 = off), so the dense list
-    /// can reorder around a lexical answer but not bury it. Default 3: 1
+    /// first is moved up to this place in the fused list (0 = off), before
+    /// exact names are pinned and files diversified, so the dense list can
+    /// reorder around a lexical answer but not bury it. Default 3: 1
     /// cost the development set 0.012; 3 left it as it was and kept an
     /// issue's named function (`decompose()` in `intpoly`) in the head.
     pub lexical_guard: usize,

@@ -97,6 +97,12 @@ impl PassContext<'_> {
             .iter()
             .all(|ids| ids.len() < depth);
         let config = self.weights(mode, tier, vector_share, coverage);
+        // Resolved once: the guard's lexical-only fusion raises them too.
+        let located = if self.options.signals.frames > 0.0 {
+            locate_frames(self.snapshot, &self.query.frames, self.filter)
+        } else {
+            Vec::new()
+        };
         let fused_with = |dense: &[u32]| {
             let mut fused = fuse(
                 &[
@@ -107,7 +113,7 @@ impl PassContext<'_> {
                 &config,
                 Some(depth),
             );
-            self.signals(&mut fused);
+            self.signals(&mut fused, &located);
             fused
         };
         let mut fused = fused_with(&dense);
@@ -268,8 +274,8 @@ impl PassContext<'_> {
     }
 
     /// The code-aware ranking signals (`rank::signals`), then the chunks
-    /// the query's stack frames point at raised.
-    fn signals(&self, fused: &mut Vec<Fused>) {
+    /// the query's stack frames point at (`located`) raised.
+    fn signals(&self, fused: &mut Vec<Fused>, located: &[(u32, u32)]) {
         let (snapshot, options) = (self.snapshot, self.options);
         signals::apply(fused, &options.signals, &self.query.facts, |id| {
             snapshot.chunk(id).map(|(segment, chunk)| ChunkFacts {
@@ -283,10 +289,9 @@ impl PassContext<'_> {
             })
         });
         if options.signals.frames > 0.0 {
-            let located = locate_frames(snapshot, &self.query.frames, self.filter);
             raise_located(
                 fused,
-                &located,
+                located,
                 options.signals.frames,
                 options.signals.frame_decay,
             );

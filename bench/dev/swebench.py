@@ -10,14 +10,15 @@ Subcommands (run from anywhere; paths are relative to the repository root):
 
   select    rewrite bench/dev/swebench_instances.txt from the records by the
             fixed rule in SELECTION (all instances of the repositories the
-            `fetch` tool mirrors, then the django instances whose gold patch
-            fits one of its PyPI releases; needs `sdists` first).
-  sdists    download (pip, PyPI only) and unpack the releases SDIST_REPOS
-            names into target/dev-set/sdists.
+            `fetch` tool mirrors, then the django, scikit-learn and matplotlib
+            instances whose gold patch fits one of their PyPI releases; needs
+            `sdists` first).
+  sdists    download (PyPI's simple index only) and unpack the releases
+            SDIST_REPOS names into target/dev-set/sdists.
   prepare   verify the records file, extract each chosen instance's repository
             at base_commit into target/dev-set/swe/<id> (from a git mirror made
-            by the `fetch` tool, /work/.mirror/<owner>+<name>/repo; django from
-            its release with the gold patch reversed, see SDIST_REPOS) and derive
+            by the `fetch` tool, /work/.mirror/<owner>+<name>/repo; the others from
+            a release with the gold patch reversed, see SDIST_REPOS) and derive
             the gold files and gold functions into target/dev-set/swe-gold.json.
   run       index and search every instance with Quarry, score it, score the
             BM25 file baseline, print tables, write
@@ -80,6 +81,7 @@ import collections
 import concurrent.futures
 import difflib
 import hashlib
+import html
 import json
 import math
 import os
@@ -91,6 +93,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,23 +115,35 @@ DEFAULT_QUARRY = ROOT / "target" / "release" / "quarry"
 HELD_OUT = {"psf/requests", "pylint-dev/pylint", "pytest-dev/pytest", "sphinx-doc/sphinx"}
 # Selection rule (see `select`). Repositories whose git snapshot the `fetch`
 # tool brings (at most 500 MiB) are checked out at base_commit from the mirror.
-# django, scikit-learn and matplotlib are larger than that; django comes from
-# its PyPI source releases instead (see SDIST_REPOS).
+# django, scikit-learn and matplotlib are larger than that; they come from
+# their PyPI source releases instead (see SDIST_REPOS).
 MIRROR_REPOS = ["pallets/flask", "mwaskom/seaborn", "pydata/xarray", "astropy/astropy",
                 "sympy/sympy"]
-# A repository checked out from PyPI sdists: the package name and the release
-# versions, oldest first. An instance of version X.Y is the release X.Y with
-# the gold patch reversed (the fix landed in that release), or else the release
-# before it (the fix came later), as it stands. An instance whose gold patch
-# fits neither is not selected. Files outside the gold patch are the release's,
-# not base_commit's: close to the issue's tree, not identical.
+# A repository checked out from PyPI sdists: the package name and its
+# releases, oldest first, as (SWE-bench version, release on PyPI): the first
+# release of that line that has an sdist (scikit-learn 0.21.0 and 0.22.0 have
+# none). An instance of version X.Y is the first of these its gold patch
+# fits: that release with the patch reversed (the fix landed in it); the
+# release before it as it stands; that release as it stands (the fix came
+# later); the release after it with the patch reversed. An instance whose
+# gold patch fits none is not selected. Files outside the gold patch are the release's, not
+# base_commit's: close to the issue's tree, not identical.
 SDIST_REPOS = {
-    "django/django": ("Django", ["3.0", "3.1", "3.2", "4.0", "4.1", "4.2", "5.0"]),
+    "django/django": ("Django", [("3.0", "3.0"), ("3.1", "3.1"), ("3.2", "3.2"), ("4.0", "4.0"),
+                                 ("4.1", "4.1"), ("4.2", "4.2"), ("5.0", "5.0")]),
+    "scikit-learn/scikit-learn": ("scikit-learn", [
+        ("0.19", "0.19.0"), ("0.20", "0.20.0"), ("0.21", "0.21.1"), ("0.22", "0.22.1"),
+        ("1.2", "1.2.0"), ("1.3", "1.3.0")]),
+    "matplotlib/matplotlib": ("matplotlib", [
+        ("3.2", "3.2.0"), ("3.3", "3.3.0"), ("3.4", "3.4.0"), ("3.5", "3.5.0"),
+        ("3.6", "3.6.0"), ("3.7", "3.7.0")]),
 }
+PYPI_SIMPLE = "https://pypi.org/simple"
 SDISTS = DEV / "sdists"
 SELECTION = (
-    f"all instances of {', '.join(MIRROR_REPOS)}; then every django/django instance "
-    "whose gold patch fits a PyPI release (see SDIST_REPOS), sorted by instance_id"
+    f"all instances of {', '.join(MIRROR_REPOS)}; then every instance of "
+    f"{', '.join(SDIST_REPOS)} whose gold patch fits a PyPI release (see SDIST_REPOS), "
+    "sorted by instance_id"
 )
 
 TEXT_EXTS = {
@@ -411,25 +426,44 @@ def missing_blobs(git_dir: Path, commit: str) -> list[str]:
 
 # ---------------------------------------------------------------- sdists ---
 
-def sdist_root(repo: str, version: str) -> Path:
+def sdist_root(repo: str, release: str) -> Path:
     package, _ = SDIST_REPOS[repo]
-    return SDISTS / f"{package}-{version}"
+    return SDISTS / f"{package}-{release}"
+
+
+def sdist_url(package: str, release: str) -> str:
+    """The sdist's address on PyPI's simple index. Read from the index, not
+    built by pip: `pip download` of an sdist prepares its metadata, which for
+    scikit-learn means building numpy and Cython first."""
+    index = urllib.request.urlopen(f"{PYPI_SIMPLE}/{package.lower()}/", timeout=120).read()
+    want = f"{package}-{release}.tar.gz".lower()
+    for href in re.findall(r'href="([^"]+)"', index.decode()):
+        url = html.unescape(href).split("#")[0]
+        if url.rsplit("/", 1)[-1].lower() == want:
+            return url
+    sys.exit(f"{package} {release}: no sdist on {PYPI_SIMPLE}")
 
 
 def cmd_sdists(args) -> None:
-    """Download and unpack every release named in SDIST_REPOS (PyPI only)."""
+    """Download and unpack every release named in SDIST_REPOS (PyPI only)
+    into target/dev-set/sdists/<package>-<release>."""
     SDISTS.mkdir(parents=True, exist_ok=True)
-    for repo, (package, versions) in SDIST_REPOS.items():
-        for v in versions:
-            root = sdist_root(repo, v)
+    for repo, (package, releases) in SDIST_REPOS.items():
+        for _, release in releases:
+            root = sdist_root(repo, release)
             if root.is_dir():
                 continue
-            tarball = SDISTS / f"{package}-{v}.tar.gz"
+            tarball = SDISTS / f"{package}-{release}.tar.gz"
             if not tarball.is_file():
-                subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                                "--no-binary", ":all:", f"{package}=={v}", "-d", str(SDISTS)],
-                               check=True)
-            subprocess.run(["tar", "-xzf", str(tarball), "-C", str(SDISTS)], check=True)
+                url = sdist_url(package, release)
+                part = tarball.with_suffix(".part")
+                with urllib.request.urlopen(url, timeout=600) as r, open(part, "wb") as f:
+                    shutil.copyfileobj(r, f)
+                part.rename(tarball)
+            tmp = Path(tempfile.mkdtemp(prefix=root.name + ".", dir=SDISTS))
+            subprocess.run(["tar", "-xzf", str(tarball), "-C", str(tmp), "--strip-components=1"],
+                           check=True)
+            tmp.rename(root)
             print(f"{root.relative_to(ROOT)} ready")
 
 
@@ -443,15 +477,20 @@ def patch_fits(root: Path, patch: str, reverse: bool) -> bool:
 def sdist_fit(rec: dict) -> tuple[str, bool] | None:
     """(release, reverse): the release whose tree is the issue's, and whether
     the gold patch must be reversed on it to get there; None when none fits."""
-    _, versions = SDIST_REPOS[rec["repo"]]
+    _, releases = SDIST_REPOS[rec["repo"]]
+    versions = [v for v, _ in releases]
+    if rec["version"] not in versions:
+        return None
     i = versions.index(rec["version"])
-    for j, reverse in ((i, True), (i - 1, False)):
-        if 0 <= j < len(versions):
-            root = sdist_root(rec["repo"], versions[j])
+    # django's version at a commit names the coming release; matplotlib's
+    # names the last one, so its fixes land in the release after.
+    for j, reverse in ((i, True), (i - 1, False), (i, False), (i + 1, True)):
+        if 0 <= j < len(releases):
+            root = sdist_root(rec["repo"], releases[j][1])
             if not root.is_dir():
                 sys.exit(f"{root} missing: run `sdists` first")
             if patch_fits(root, rec["patch"], reverse):
-                return versions[j], reverse
+                return releases[j][1], reverse
     return None
 
 

@@ -197,7 +197,7 @@ def score(hits: list[dict], targets: list[dict], two_way: bool = True, prefix: s
 
 
 def semble_worker() -> None:
-    """Runs inside target/semble-venv: reads {root, queries} on stdin, prints results as JSON."""
+    """Runs inside target/semble-venv: reads {root, queries[, top_k]} on stdin, prints results as JSON."""
     import numpy as np
     import semble
     import semble.search as semble_search
@@ -232,7 +232,7 @@ def semble_worker() -> None:
     results, times = [], []
     for query in request["queries"]:
         started = time.perf_counter()
-        found = index.search(query, top_k=TOP_K)
+        found = index.search(query, top_k=request.get("top_k", TOP_K))
         times.append((time.perf_counter() - started) * 1000)
         results.append(
             [

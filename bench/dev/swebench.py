@@ -20,7 +20,8 @@ Subcommands (run from anywhere; paths are relative to the repository root):
             by the `fetch` tool, /work/.mirror/<owner>+<name>/repo; the others from
             a release with the gold patch reversed, see SDIST_REPOS) and derive
             the gold files and gold functions into target/dev-set/swe-gold.json.
-  run       index and search every instance with Quarry, score it, score the
+  run       index and search every instance with Quarry (or, --mode semble,
+            with semble 0.7.0's BM25 stack), score it, score the
             BM25 file baseline, print tables, write
             target/dev-set/results/swebench-<label>.json.
   compare   per-instance differences between two result files.
@@ -34,6 +35,7 @@ astropy/astropy, sympy/sympy):
   python3 bench/dev/swebench.py select
   python3 bench/dev/swebench.py prepare
   python3 bench/dev/swebench.py run --label base --jobs 2
+  python3 bench/dev/swebench.py run --mode semble --label semble --jobs 2
   python3 bench/dev/swebench.py run --label nocap --quarry-args "--rank saturation=0"
   python3 bench/dev/swebench.py compare target/dev-set/results/swebench-{base,nocap}.json
 
@@ -110,6 +112,7 @@ RESULTS = DEV / "results"
 BM25_CACHE = RESULTS / "bm25-cache.json"
 DEFAULT_MIRRORS = Path(os.environ.get("QUARRY_DEV_MIRRORS", "/work/.mirror"))
 DEFAULT_QUARRY = ROOT / "target" / "release" / "quarry"
+SEMBLE_PYTHON = ROOT / "target" / "semble-venv" / "bin" / "python"
 
 # Held out for evaluation: never select, prepare or run these.
 HELD_OUT = {"psf/requests", "pylint-dev/pylint", "pytest-dev/pytest", "sphinx-doc/sphinx"}
@@ -683,34 +686,65 @@ def run_quarry(quarry: str, argv: list[str]) -> tuple[subprocess.CompletedProces
     return proc, time.time() - t
 
 
+def search_semble(root: Path, query: str, limit: int) -> tuple[dict, float]:
+    """semble 0.7.0's BM25 + ranking stack on one checkout, as bench/dev/run.py
+    runs it on semble's benchmark (its worker, in target/semble-venv, with the
+    semantic branch patched out): (result, seconds for index and search)."""
+    if not SEMBLE_PYTHON.exists():
+        sys.exit(f"{SEMBLE_PYTHON} missing: python3 -m venv target/semble-venv && "
+                 "target/semble-venv/bin/pip install semble==0.7.0")
+    env = dict(os.environ, PYTHONHASHSEED="0", HF_HUB_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false")
+    t = time.time()
+    proc = subprocess.run(
+        [str(SEMBLE_PYTHON), str(ROOT / "bench" / "dev" / "run.py"), "--semble-worker"],
+        input=json.dumps({"root": str(root), "queries": [query], "top_k": limit}),
+        capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        return {"error": "semble failed: " + proc.stderr[-2000:]}, time.time() - t
+    data = json.loads(proc.stdout)
+    hits = [{"path": h["path"], "start_line": h["start_line"], "end_line": h["end_line"]}
+            for h in data["results"][0]]
+    return {"mode": "semble", "hits": hits, "index_ms": data["index_ms"],
+            "search_ms": data["times_ms"][0]}, time.time() - t
+
+
 def evaluate(rec: dict, gold: dict, args, bm25_cache: dict, lock: threading.Lock) -> dict:
     iid = rec["instance_id"]
     root = CHECKOUTS / iid
     cache = Path(args.caches) / iid
     if args.fresh and cache.exists():
         shutil.rmtree(cache)
-    lexical = ["--lexical"] if args.mode == "lexical" else []
-    extra = shlex.split(args.quarry_args)
     out = {"instance_id": iid, "repo": rec["repo"], "gold_files": gold["files"],
            "gold_functions": gold["functions"], "query_words": len(rec["problem_statement"].split())}
-    proc, index_s = run_quarry(args.quarry, ["index", str(root), "--cache-dir", str(cache)]
-                               + lexical + shlex.split(args.index_args))
-    out["index_s"] = round(index_s, 2)
-    if proc.returncode != 0:
-        out["error"] = "index failed: " + proc.stderr[-2000:]
-        return out
     query = rec["problem_statement"].replace("\x00", " ")
-    search_argv = (["search", "--root", str(root), "--cache-dir", str(cache), "--json",
-                    "--limit", str(args.limit)] + lexical + extra + ["--", query])
-    proc, search_s = run_quarry(args.quarry, search_argv)
-    out["search_s"] = round(search_s, 3)
-    try:
-        result = json.loads(proc.stdout) if proc.stdout.strip() else {"hits": []}
-    except json.JSONDecodeError:
-        out["error"] = f"search rc={proc.returncode}: {proc.stderr[-2000:]}"
-        return out
-    if proc.returncode != 0 and not result.get("hits"):
-        out["stderr"] = proc.stderr[-500:]
+    if args.mode == "semble":
+        result, _ = search_semble(root, query, args.limit)
+        if "error" in result:
+            out["error"] = result["error"]
+            return out
+        out["index_s"] = round(result["index_ms"] / 1000, 2)
+        out["search_s"] = round(result["search_ms"] / 1000, 3)
+    else:
+        lexical = ["--lexical"] if args.mode == "lexical" else []
+        extra = shlex.split(args.quarry_args)
+        proc, index_s = run_quarry(args.quarry, ["index", str(root), "--cache-dir", str(cache)]
+                                   + lexical + shlex.split(args.index_args))
+        out["index_s"] = round(index_s, 2)
+        if proc.returncode != 0:
+            out["error"] = "index failed: " + proc.stderr[-2000:]
+            return out
+        search_argv = (["search", "--root", str(root), "--cache-dir", str(cache), "--json",
+                        "--limit", str(args.limit)] + lexical + extra + ["--", query])
+        proc, search_s = run_quarry(args.quarry, search_argv)
+        out["search_s"] = round(search_s, 3)
+        try:
+            result = json.loads(proc.stdout) if proc.stdout.strip() else {"hits": []}
+        except json.JSONDecodeError:
+            out["error"] = f"search rc={proc.returncode}: {proc.stderr[-2000:]}"
+            return out
+        if proc.returncode != 0 and not result.get("hits"):
+            out["stderr"] = proc.stderr[-500:]
     hits = result.get("hits", [])
     out["mode"] = result.get("mode")
     if result.get("reason"):
@@ -785,14 +819,14 @@ def table(rows: list[dict], title: str) -> str:
     errors = [r for r in rows if "error" in r]
     if errors:
         lines.append(f"errors: {len(errors)}: " + ", ".join(r["instance_id"] for r in errors))
-    lines.append("columns: file Acc@1/@5/@10/found@50 of Quarry, function R@10 (over nf instances "
+    lines.append("columns: file Acc@1/@5/@10/found@50 of the system run, function R@10 (over nf instances "
                  "with gold functions), BM25 whole-file file Acc@5/@10; mean index/search seconds")
     return "\n".join(lines)
 
 
 def cmd_run(args) -> None:
     args.jobs = max(1, min(args.jobs, MAX_JOBS))
-    if not Path(args.quarry).is_file():
+    if args.mode != "semble" and not Path(args.quarry).is_file():
         sys.exit(f"no Quarry binary at {args.quarry}")
     records = load_records(Path(args.records))
     recs = chosen(records, args.only)
@@ -878,7 +912,8 @@ def main() -> None:
     p.add_argument("records", nargs="?", default=str(DEFAULT_RECORDS))
     p.add_argument("--quarry", default=str(DEFAULT_QUARRY))
     p.add_argument("--label", default="dev")
-    p.add_argument("--mode", choices=["lexical", "hybrid"], default="lexical")
+    p.add_argument("--mode", choices=["lexical", "hybrid", "semble"], default="lexical",
+                   help="semble: semble 0.7.0's BM25 + ranking (target/semble-venv, as bench/dev/run.py)")
     p.add_argument("--quarry-args", default="", help="extra args for `quarry search`, one string")
     p.add_argument("--index-args", default="", help="extra args for `quarry index`, one string")
     p.add_argument("--limit", type=int, default=50)

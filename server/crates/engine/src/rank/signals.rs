@@ -329,7 +329,7 @@ pub fn apply<'a>(
     }
     // What depends only on the path, computed once per file: candidates
     // cluster in few files, and these walk the path's text.
-    let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool)> = FxHashMap::default();
+    let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool, bool)> = FxHashMap::default();
     let named = if signals.path_match > 0.0 && !query.word_stems.is_empty() {
         let mut paths: Vec<&str> = chunks.iter().flatten().map(|c| c.path).collect();
         paths.sort_unstable();
@@ -342,10 +342,11 @@ pub fn apply<'a>(
         let Some(chunk) = chunk else {
             continue;
         };
-        let (boost, path_factor, class, classed) =
+        let (boost, path_factor, class, classed, barrel) =
             *by_path.entry(chunk.path).or_insert_with(|| {
                 let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
                 let mut factor = 1.0;
+                let mut barrel = false;
                 let main = path_class(chunk.path);
                 let superseded = chunk.superseded.then_some(PathClass::Superseded);
                 for class in main
@@ -353,7 +354,9 @@ pub fn apply<'a>(
                     .chain(secondary_classes(chunk.path))
                     .chain(superseded)
                 {
-                    if !(class == PathClass::Test && query.wants_tests) {
+                    if class == PathClass::Barrel {
+                        barrel = true;
+                    } else if !(class == PathClass::Test && query.wants_tests) {
                         factor *= signals.penalties.factor(class);
                     }
                 }
@@ -363,10 +366,16 @@ pub fn apply<'a>(
                     ContentClass::Config if !query.wants_config => factor *= signals.content.config,
                     _ => {}
                 }
-                (boost, factor, class, main.is_some())
+                (boost, factor, class, main.is_some(), barrel)
             });
         f.score += boost * top;
         let mut factor = path_factor;
+        // A re-export file's imports and `__all__` sink; a function or class
+        // written in it is code like any other (`django/db/models/fields/
+        // __init__.py` holds every model field).
+        if barrel && !holds_code(chunk.kind) {
+            factor *= signals.penalties.barrel;
+        }
         if signals.definition != 1.0 && defines(query, chunk) {
             let sharers = if definers.is_empty() {
                 1
@@ -391,6 +400,23 @@ pub fn apply<'a>(
     }
     // Stable: equal scores keep the fused tie-break order.
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
+}
+
+/// A definition with a body (a function, a type, a trait...), as opposed to
+/// an import window, an assignment or a constant.
+fn holds_code(kind: ChunkKind) -> bool {
+    matches!(
+        kind,
+        ChunkKind::Function
+            | ChunkKind::Method
+            | ChunkKind::Class
+            | ChunkKind::Struct
+            | ChunkKind::Enum
+            | ChunkKind::Trait
+            | ChunkKind::Interface
+            | ChunkKind::Impl
+            | ChunkKind::Macro
+    )
 }
 
 #[cfg(test)]
@@ -526,6 +552,46 @@ mod tests {
         apply(&mut list, &signals, &QueryFacts::new("retry test"), facts);
         assert_eq!(list[0].chunk_id, 0);
         assert!((list[1].score - 0.95).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_re_export_file_sinks_its_imports_but_not_its_code() {
+        let chunks = [
+            (
+                "django/db/models/fields/__init__.py",
+                "FilePathField",
+                ChunkKind::Class,
+            ),
+            (
+                "django/db/models/fields/__init__.py",
+                "__all__",
+                ChunkKind::Variable,
+            ),
+            (
+                "django/db/models/fields/__init__.py",
+                "imports",
+                ChunkKind::Lines,
+            ),
+            ("django/forms/fields.py", "FileField", ChunkKind::Class),
+        ];
+        let facts = facts_of(&chunks, Language::Python);
+        let signals = Signals {
+            definition: 1.0,
+            path_match: 0.0,
+            file_coherence: 0.0,
+            short_chunk: 1.0,
+            outside_definitions: 1.0,
+            ..Signals::default()
+        };
+        let mut list = vec![fused(0, 1.0), fused(1, 1.0), fused(2, 1.0), fused(3, 1.0)];
+        let query = QueryFacts::new("allow the path of a file field to be a callable");
+        apply(&mut list, &signals, &query, facts);
+        let score = |id: u32| list.iter().find(|f| f.chunk_id == id).map(|f| f.score);
+        assert_eq!(score(0), Some(1.0));
+        assert_eq!(score(3), Some(1.0));
+        let barrel = signals.penalties.barrel;
+        assert_eq!(score(1), Some(barrel));
+        assert_eq!(score(2), Some(barrel));
     }
 
     #[test]

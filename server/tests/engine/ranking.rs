@@ -518,3 +518,49 @@ fn a_superseded_copy_ranks_below_the_code_it_copies() {
         ["src/time_alt/wheel.rs", "src/time/driver.rs"]
     );
 }
+
+#[test]
+fn a_quoted_phrase_comes_first_in_a_search_but_not_in_an_issue_text() {
+    let ws = Workspace::empty();
+    ws.write(
+        "docs/errors.md",
+        "# Errors\n\nThe message \"graph store mutex poisoned\" means a writer panicked.\n",
+    );
+    ws.write(
+        "src/store.rs",
+        "/// Looks a node up in the graph store, waiting on the store's mutex;\n\
+         /// a poisoned mutex is recovered, so a lookup never panics.\n\
+         pub fn graph_store_lookup(store: &GraphStore, key: u64) -> Option<Node> {\n    \
+         let guard = store.mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner());\n    \
+         guard.lookup(key)\n}\n",
+    );
+    let options = SearchOptions {
+        limit: 5,
+        ..SearchOptions::default()
+    };
+    let first = |query: &str, options: &SearchOptions| -> (String, Vec<&'static str>) {
+        let hits = run(&ws, query, options);
+        (hits[0].0.clone(), hits[0].3.clone())
+    };
+    // A search for the phrase: the chunk holding it comes first.
+    let (path, sources) = first("\"graph store mutex poisoned\"", &options);
+    assert_eq!(path, "docs/errors.md");
+    assert!(sources.contains(&"phrase"), "{sources:?}");
+    // An issue quoting it: the quote is marked where found, not pinned, so
+    // the code the issue is about keeps its place.
+    let issue = "graph_store_lookup panics when the graph store mutex is poisoned\n\
+                 After a writer thread panicked, every lookup in the graph store \
+                 fails and the log says \"graph store mutex poisoned\" for each \
+                 graph_store_lookup call; the lookup should recover the mutex.";
+    let hits = run(&ws, issue, &options);
+    assert_eq!(hits[0].0, "src/store.rs", "{hits:?}");
+    let quoted = hits
+        .iter()
+        .find(|h| h.0 == "docs/errors.md")
+        .expect("listed");
+    assert!(quoted.3.contains(&"phrase"), "{quoted:?}");
+    // Pinned again when asked for.
+    let mut pinned = options.clone();
+    pinned.tune("long_phrases", "1").expect("knob");
+    assert_eq!(first(issue, &pinned).0, "docs/errors.md");
+}

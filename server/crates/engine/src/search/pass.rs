@@ -133,6 +133,7 @@ impl PassContext<'_> {
             exact: &symbol.exact,
             cased: &symbol.cased,
             phrases: &phrases,
+            pin_phrases: !self.query.quotes_aside || self.options.pin_long_phrases,
             on: self.options.exact_priority,
         };
         self.promote(&mut fused, &pins);
@@ -379,6 +380,10 @@ struct Pins<'a> {
     cased: &'a FxHashSet<u32>,
     /// Chunks that hold every quoted phrase, verified in their text.
     phrases: &'a FxHashSet<u32>,
+    /// Whether those are pinned (not in a text long besides its quotes,
+    /// `SearchQuery::quotes_aside`, unless `SearchOptions::pin_long_phrases`):
+    /// they are marked either way.
+    pin_phrases: bool,
     /// `SearchOptions::exact_priority`.
     on: bool,
 }
@@ -389,7 +394,9 @@ impl Pins<'_> {
     }
 
     fn is_pinned(&self, f: &Fused) -> bool {
-        self.on && (self.exact.contains(&f.chunk_id) || self.phrases.contains(&f.chunk_id))
+        self.on
+            && (self.exact.contains(&f.chunk_id)
+                || (self.pin_phrases && self.phrases.contains(&f.chunk_id)))
     }
 }
 

@@ -25,6 +25,10 @@ pub struct SearchQuery<'t> {
     pub words: usize,
     /// A pasted issue or trace rather than a search (`is_long_query`).
     pub long: bool,
+    /// Long even without its quoted text: an issue or report quoting
+    /// messages, whose quotes are its writer's, not a search operator
+    /// (a long error message pasted in quotes alone is not one).
+    pub quotes_aside: bool,
     /// The symbol query, when the text is one identifier or qualified name
     /// (`GraphStore::lookup`): the symbol branch and exact-name priority.
     pub symbol: Option<SymbolQuery>,
@@ -50,6 +54,7 @@ impl<'t> SearchQuery<'t> {
             lexical: Query::parse(text),
             words: text.split_whitespace().count(),
             long: is_long_query(text),
+            quotes_aside: is_long_query(&outside_quotes(text)),
             symbol: identifier.then(|| SymbolQuery::parse(text.trim(), None)),
             code: looks_like_code(text),
             embedding: embedding_text(text),
@@ -145,9 +150,25 @@ fn embedding_text(query: &str) -> Cow<'_, str> {
     Cow::Owned(prose)
 }
 
+/// The text outside double quotes.
+fn outside_quotes(text: &str) -> String {
+    text.split('"').step_by(2).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_aside_means_a_long_text_besides_its_quotes() {
+        let message =
+            "\"the graph store mutex was poisoned by a writer that panicked while holding it\"";
+        let alone = SearchQuery::new(message);
+        assert!(alone.long && !alone.quotes_aside);
+        let issue = format!("lookups fail after a writer panics and every later call logs {message} for each lookup");
+        assert!(SearchQuery::new(&issue).quotes_aside);
+        assert!(!SearchQuery::new("retry a failed request").quotes_aside);
+    }
 
     #[test]
     fn a_long_query_is_embedded_without_its_code() {

@@ -107,8 +107,8 @@ pub(super) struct LexicalList {
 }
 
 /// BM25F over every segment. Candidates whose current text holds every
-/// quoted phrase are flagged and come first; the rest follow in score
-/// order. Best first.
+/// quoted phrase are flagged and, with `phrases_first`, come first; the
+/// rest follow in score order. Best first.
 pub(super) fn lexical_branch(
     snapshot: &Snapshot,
     query: &Query,
@@ -116,6 +116,7 @@ pub(super) fn lexical_branch(
     options: &SearchOptions,
     text: &mut dyn TextSource,
     filter: &ChunkFilter<'_>,
+    phrases_first: bool,
 ) -> LexicalList {
     let mut list = LexicalList::default();
     if query.is_empty() {
@@ -335,6 +336,18 @@ pub(super) fn lexical_branch(
         .map(|c| c.chunk_id)
         .collect();
     let verified_set: rustc_hash::FxHashSet<u32> = verified.iter().copied().collect();
+    if !phrases_first {
+        // Flagged where they stand: an issue text's quotes are evidence
+        // like its other words, not the order.
+        list.hits = candidates
+            .into_iter()
+            .map(|c| LexicalHit {
+                chunk_id: c.chunk_id,
+                phrase: verified_set.contains(&c.chunk_id),
+            })
+            .collect();
+        return list;
+    }
     let mut hits: Vec<LexicalHit> = verified
         .into_iter()
         .map(|chunk_id| LexicalHit {

@@ -226,7 +226,15 @@ impl PassContext<'_> {
             reason = Some("dense branch turned off".into());
         }
         let lexical = if options.branches.lexical {
-            lexical_branch(snapshot, &query.lexical, depth, options, text, filter)
+            lexical_branch(
+                snapshot,
+                &query.lexical,
+                depth,
+                options,
+                text,
+                filter,
+                !query.quotes_aside || options.pin_long_phrases,
+            )
         } else {
             LexicalList::default()
         };

@@ -197,6 +197,23 @@ impl ChunkKind {
         !matches!(self, ChunkKind::Section | ChunkKind::Lines)
     }
 
+    /// A definition with a body (a function, a type, a trait...), as
+    /// opposed to a text window, an assignment or a constant.
+    pub fn has_body(self) -> bool {
+        matches!(
+            self,
+            ChunkKind::Function
+                | ChunkKind::Method
+                | ChunkKind::Class
+                | ChunkKind::Struct
+                | ChunkKind::Enum
+                | ChunkKind::Trait
+                | ChunkKind::Interface
+                | ChunkKind::Impl
+                | ChunkKind::Macro
+        )
+    }
+
     /// How a chunk of this kind named `qualified_name` is shown: the name
     /// itself, but `impl X` / `impl Trait for X` for an impl block, so it
     /// never looks like the type it implements.

@@ -150,6 +150,20 @@ impl Default for Signals {
     }
 }
 
+/// What the signals read of a chunk's path, computed once per file.
+#[derive(Clone, Copy)]
+struct PathFacts {
+    /// Added in units of the best fused score (the path match).
+    boost: f32,
+    /// Path and content-class penalties, the re-export one aside.
+    factor: f32,
+    class: ContentClass,
+    /// A main path class (test, vendored, generated, minified) holds.
+    classed: bool,
+    /// A re-export file: its chunks without a body take `penalties.barrel`.
+    barrel: bool,
+}
+
 /// What the signals need to know about one chunk.
 pub struct ChunkFacts<'a> {
     pub path: &'a str,
@@ -329,7 +343,7 @@ pub fn apply<'a>(
     }
     // What depends only on the path, computed once per file: candidates
     // cluster in few files, and these walk the path's text.
-    let mut by_path: FxHashMap<&str, (f32, f32, ContentClass, bool, bool)> = FxHashMap::default();
+    let mut by_path: FxHashMap<&str, PathFacts> = FxHashMap::default();
     let named = if signals.path_match > 0.0 && !query.word_stems.is_empty() {
         let mut paths: Vec<&str> = chunks.iter().flatten().map(|c| c.path).collect();
         paths.sort_unstable();
@@ -342,38 +356,43 @@ pub fn apply<'a>(
         let Some(chunk) = chunk else {
             continue;
         };
-        let (boost, path_factor, class, classed, barrel) =
-            *by_path.entry(chunk.path).or_insert_with(|| {
-                let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
-                let mut factor = 1.0;
-                let mut barrel = false;
-                let main = path_class(chunk.path);
-                let superseded = chunk.superseded.then_some(PathClass::Superseded);
-                for class in main
-                    .into_iter()
-                    .chain(secondary_classes(chunk.path))
-                    .chain(superseded)
-                {
-                    if class == PathClass::Barrel {
-                        barrel = true;
-                    } else if !(class == PathClass::Test && query.wants_tests) {
-                        factor *= signals.penalties.factor(class);
-                    }
+        let path = *by_path.entry(chunk.path).or_insert_with(|| {
+            let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
+            let mut factor = 1.0;
+            let mut barrel = false;
+            let main = path_class(chunk.path);
+            let superseded = chunk.superseded.then_some(PathClass::Superseded);
+            for class in main
+                .into_iter()
+                .chain(secondary_classes(chunk.path))
+                .chain(superseded)
+            {
+                if class == PathClass::Barrel {
+                    barrel = true;
+                } else if !(class == PathClass::Test && query.wants_tests) {
+                    factor *= signals.penalties.factor(class);
                 }
-                let class = content_class(chunk.path, chunk.language);
-                match class {
-                    ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
-                    ContentClass::Config if !query.wants_config => factor *= signals.content.config,
-                    _ => {}
-                }
-                (boost, factor, class, main.is_some(), barrel)
-            });
-        f.score += boost * top;
-        let mut factor = path_factor;
+            }
+            let class = content_class(chunk.path, chunk.language);
+            match class {
+                ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
+                ContentClass::Config if !query.wants_config => factor *= signals.content.config,
+                _ => {}
+            }
+            PathFacts {
+                boost,
+                factor,
+                class,
+                classed: main.is_some(),
+                barrel,
+            }
+        });
+        f.score += path.boost * top;
+        let mut factor = path.factor;
         // A re-export file's imports and `__all__` sink; a function or class
         // written in it is code like any other (`django/db/models/fields/
         // __init__.py` holds every model field).
-        if barrel && !holds_code(chunk.kind) {
+        if path.barrel && !chunk.kind.has_body() {
             factor *= signals.penalties.barrel;
         }
         if signals.definition != 1.0 && defines(query, chunk) {
@@ -385,14 +404,14 @@ pub fn apply<'a>(
             factor *= 1.0 + (signals.definition - 1.0) / sharers as f32;
         }
         // Code in a Rust `tests` module of a source file.
-        if !classed && !query.wants_tests && in_rust_tests_module(chunk.qualified_name) {
+        if !path.classed && !query.wants_tests && in_rust_tests_module(chunk.qualified_name) {
             factor *= signals.penalties.test;
         }
         if !query.single_word {
             if chunk.lines <= 2 {
                 factor *= signals.short_chunk;
             }
-            if class == ContentClass::Code && chunk.kind == ChunkKind::Lines {
+            if path.class == ContentClass::Code && chunk.kind == ChunkKind::Lines {
                 factor *= signals.outside_definitions;
             }
         }
@@ -400,23 +419,6 @@ pub fn apply<'a>(
     }
     // Stable: equal scores keep the fused tie-break order.
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
-}
-
-/// A definition with a body (a function, a type, a trait...), as opposed to
-/// an import window, an assignment or a constant.
-fn holds_code(kind: ChunkKind) -> bool {
-    matches!(
-        kind,
-        ChunkKind::Function
-            | ChunkKind::Method
-            | ChunkKind::Class
-            | ChunkKind::Struct
-            | ChunkKind::Enum
-            | ChunkKind::Trait
-            | ChunkKind::Interface
-            | ChunkKind::Impl
-            | ChunkKind::Macro
-    )
 }
 
 #[cfg(test)]

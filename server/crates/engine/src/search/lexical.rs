@@ -11,7 +11,7 @@ use super::options::SearchOptions;
 use crate::index::Snapshot;
 use crate::lexical::stem::stem;
 use crate::lexical::{score_term, Accumulator, Query};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -218,8 +218,8 @@ pub(super) fn lexical_branch(
     let file_weight = options.signals.file_evidence;
     let mut top = TopK::new(depth);
     // Chunks holding every token of every phrase: checked for the exact
-    // phrase below.
-    let mut phrase_top = TopK::new(if phrase_masks.is_empty() {
+    // phrase below (when they go first; else only the listed are checked).
+    let mut phrase_top = TopK::new(if phrase_masks.is_empty() || !phrases_first {
         0
     } else {
         options.max_phrase_checks.max(depth)
@@ -309,45 +309,40 @@ pub(super) fn lexical_branch(
         list.coverage = held / total;
     }
     if query.phrases.is_empty() {
-        list.hits = candidates
-            .into_iter()
-            .map(|c| LexicalHit {
-                chunk_id: c.chunk_id,
-                phrase: false,
+        list.hits = in_score_order(candidates, &FxHashSet::default());
+        return list;
+    }
+    let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
+    let mut holds_phrases = |id: u32| {
+        snapshot.chunk(id).is_some_and(|(seg, chunk)| {
+            text.text(seg.path_of(chunk)).is_some_and(|file| {
+                let body = normalize(chunk_text(file, chunk));
+                phrases.iter().all(|p| body.contains(p.as_str()))
             })
+        })
+    };
+    if !phrases_first {
+        // Flagged where they stand: an issue text's quotes are evidence
+        // like its other words, not the order.
+        let verified: FxHashSet<u32> = candidates
+            .iter()
+            .filter(|c| phrase_masks.iter().all(|m| c.matched & m == *m))
+            .map(|c| c.chunk_id)
+            .filter(|&id| holds_phrases(id))
             .collect();
+        list.hits = in_score_order(candidates, &verified);
         return list;
     }
     // Chunks whose current text holds every phrase come first, in score
     // order; then every other candidate, phrases counting as plain words.
     // An unmatched phrase never empties the result.
-    let phrases: Vec<String> = query.phrases.iter().map(|p| normalize(&p.text)).collect();
     let verified: Vec<u32> = phrase_top
         .into_sorted()
         .into_iter()
-        .filter(|c| {
-            snapshot.chunk(c.chunk_id).is_some_and(|(seg, chunk)| {
-                text.text(seg.path_of(chunk)).is_some_and(|file| {
-                    let body = normalize(chunk_text(file, chunk));
-                    phrases.iter().all(|p| body.contains(p.as_str()))
-                })
-            })
-        })
         .map(|c| c.chunk_id)
+        .filter(|&id| holds_phrases(id))
         .collect();
-    let verified_set: rustc_hash::FxHashSet<u32> = verified.iter().copied().collect();
-    if !phrases_first {
-        // Flagged where they stand: an issue text's quotes are evidence
-        // like its other words, not the order.
-        list.hits = candidates
-            .into_iter()
-            .map(|c| LexicalHit {
-                chunk_id: c.chunk_id,
-                phrase: verified_set.contains(&c.chunk_id),
-            })
-            .collect();
-        return list;
-    }
+    let verified_set: FxHashSet<u32> = verified.iter().copied().collect();
     let mut hits: Vec<LexicalHit> = verified
         .into_iter()
         .map(|chunk_id| LexicalHit {
@@ -355,18 +350,26 @@ pub(super) fn lexical_branch(
             phrase: true,
         })
         .collect();
-    hits.extend(
-        candidates
-            .into_iter()
-            .filter(|c| !verified_set.contains(&c.chunk_id))
-            .map(|c| LexicalHit {
-                chunk_id: c.chunk_id,
-                phrase: false,
-            }),
-    );
+    let rest = candidates
+        .into_iter()
+        .filter(|c| !verified_set.contains(&c.chunk_id))
+        .collect();
+    hits.extend(in_score_order(rest, &FxHashSet::default()));
     hits.truncate(depth);
     list.hits = hits;
     list
+}
+
+/// Candidates as hits in their score order, `verified` flagged as phrase
+/// matches.
+fn in_score_order(candidates: Vec<Candidate>, verified: &FxHashSet<u32>) -> Vec<LexicalHit> {
+    candidates
+        .into_iter()
+        .map(|c| LexicalHit {
+            chunk_id: c.chunk_id,
+            phrase: verified.contains(&c.chunk_id),
+        })
+        .collect()
 }
 
 /// Documents holding `term` in the snapshot's corpus.

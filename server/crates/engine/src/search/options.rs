@@ -64,11 +64,12 @@ pub struct SearchOptions {
     /// Exact-name definitions and verified phrases above every fused hit.
     pub exact_priority: bool,
     /// Verified phrases of a query long besides its quotes (an issue
-    /// text, `SearchQuery::quotes_aside`) are pinned too.
-    /// Off: an issue's quotes are its reporter's, not a search operator,
-    /// and pinning them put docs, tests and settings quoting the same words
-    /// above the code (SWE-bench development set, 241 issues: file Acc@1
-    /// 0.552 -> 0.560 hybrid, 0.548 -> 0.560 lexical, with them unpinned).
+    /// text, `SearchQuery::quotes_aside`) go first too: in the lexical list
+    /// and, pinned, in the answer. Off: an issue's quotes are its
+    /// reporter's, not a search operator, and putting them first put docs,
+    /// tests and settings quoting the same words above the code (SWE-bench
+    /// development set, 241 issues: file Acc@1 0.552 -> 0.564 hybrid,
+    /// 0.548 -> 0.564 lexical, with them in their place).
     pub pin_long_phrases: bool,
     /// With the dense branch on: the hit a lexical-only search would put
     /// first is moved up to this place in the fused list (0 = off), before

@@ -133,7 +133,7 @@ impl PassContext<'_> {
             exact: &symbol.exact,
             cased: &symbol.cased,
             phrases: &phrases,
-            pin_phrases: !self.query.quotes_aside || self.options.pin_long_phrases,
+            pin_phrases: self.phrases_lead(),
             on: self.options.exact_priority,
         };
         self.promote(&mut fused, &pins);
@@ -233,7 +233,7 @@ impl PassContext<'_> {
                 options,
                 text,
                 filter,
-                !query.quotes_aside || options.pin_long_phrases,
+                self.phrases_lead(),
             )
         } else {
             LexicalList::default()
@@ -280,6 +280,14 @@ impl PassContext<'_> {
         }
         weights.dense *= options.fuse.dense_factor(query.words, query.long, coverage);
         config
+    }
+
+    /// Whether chunks holding the query's quoted phrases go first (in the
+    /// lexical list and, pinned, in the answer): not in a text long besides
+    /// its quotes (`SearchQuery::quotes_aside`), whose quotes are its
+    /// writer's, unless `SearchOptions::pin_long_phrases`.
+    fn phrases_lead(&self) -> bool {
+        !self.query.quotes_aside || self.options.pin_long_phrases
     }
 
     /// The code-aware ranking signals (`rank::signals`), then the chunks
@@ -388,9 +396,8 @@ struct Pins<'a> {
     cased: &'a FxHashSet<u32>,
     /// Chunks that hold every quoted phrase, verified in their text.
     phrases: &'a FxHashSet<u32>,
-    /// Whether those are pinned (not in a text long besides its quotes,
-    /// `SearchQuery::quotes_aside`, unless `SearchOptions::pin_long_phrases`):
-    /// they are marked either way.
+    /// Whether those are pinned (`PassContext::phrases_lead`): they are
+    /// marked either way.
     pin_phrases: bool,
     /// `SearchOptions::exact_priority`.
     on: bool,

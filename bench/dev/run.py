@@ -253,6 +253,25 @@ def semble_worker() -> None:
     )
 
 
+def call_semble_worker(root: Path, queries: list[str], top_k: int = TOP_K) -> dict:
+    """semble_worker's answer for `queries` on `root`, run in target/semble-venv
+    (also the SWE-bench harness's peer). Raises RuntimeError with semble's
+    stderr when it fails; exits when the venv is missing."""
+    if not SEMBLE_PYTHON.exists():
+        raise SystemExit(f"{SEMBLE_PYTHON} missing: python3 -m venv target/semble-venv && "
+                         "target/semble-venv/bin/pip install semble==0.7.0")
+    env = dict(os.environ, PYTHONHASHSEED="0", SEMBLE_CACHE_LOCATION=str(DEV / "semble-cache"),
+               HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run(
+        [str(SEMBLE_PYTHON), str(Path(__file__).resolve()), "--semble-worker"],
+        input=json.dumps({"root": str(root), "queries": queries, "top_k": top_k}),
+        capture_output=True, text=True, env=env,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    return json.loads(proc.stdout)
+
+
 def run_semble(repo: dict[str, str], tasks: list[dict], root: Path, force: bool) -> dict:
     out = DEV / "results" / f"semble-{repo['name']}.json"
     key = hashlib.sha256(
@@ -265,20 +284,11 @@ def run_semble(repo: dict[str, str], tasks: list[dict], root: Path, force: bool)
         if cached.get("key") == key:
             cached["cached"] = True
             return cached
-    if not SEMBLE_PYTHON.exists():
-        raise SystemExit(f"{SEMBLE_PYTHON} missing: python3 -m venv target/semble-venv && "
-                         "target/semble-venv/bin/pip install semble==0.7.0")
-    env = dict(os.environ, PYTHONHASHSEED="0", SEMBLE_CACHE_LOCATION=str(DEV / "semble-cache"),
-               HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     started = time.perf_counter()
-    proc = subprocess.run(
-        [str(SEMBLE_PYTHON), str(Path(__file__).resolve()), "--semble-worker"],
-        input=json.dumps({"root": str(root), "queries": [t["query"] for t in tasks]}),
-        capture_output=True, text=True, env=env,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"semble on {repo['name']} failed:\n{proc.stderr[-3000:]}")
-    data = json.loads(proc.stdout)
+    try:
+        data = call_semble_worker(root, [t["query"] for t in tasks])
+    except RuntimeError as e:
+        raise SystemExit(f"semble on {repo['name']} failed:\n{e}")
     data["key"] = key
     data["wall_s"] = time.perf_counter() - started
     out.parent.mkdir(parents=True, exist_ok=True)

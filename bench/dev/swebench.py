@@ -82,6 +82,7 @@ import ast
 import collections
 import concurrent.futures
 import difflib
+import functools
 import hashlib
 import html
 import json
@@ -98,6 +99,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import call_semble_worker  # noqa: E402  (semble's worker, shared with run.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT / "target" / "dev-set"
 DEFAULT_RECORDS = DEV / "swe-bench-lite.json"
@@ -112,7 +116,6 @@ RESULTS = DEV / "results"
 BM25_CACHE = RESULTS / "bm25-cache.json"
 DEFAULT_MIRRORS = Path(os.environ.get("QUARRY_DEV_MIRRORS", "/work/.mirror"))
 DEFAULT_QUARRY = ROOT / "target" / "release" / "quarry"
-SEMBLE_PYTHON = ROOT / "target" / "semble-venv" / "bin" / "python"
 
 # Held out for evaluation: never select, prepare or run these.
 HELD_OUT = {"psf/requests", "pylint-dev/pylint", "pytest-dev/pytest", "sphinx-doc/sphinx"}
@@ -434,17 +437,26 @@ def sdist_root(repo: str, release: str) -> Path:
     return SDISTS / f"{package}-{release}"
 
 
+@functools.cache
+def simple_index(package: str) -> dict[str, str]:
+    """Every file PyPI's simple index lists for `package`: lower-cased name ->
+    address. Read once per package."""
+    page = urllib.request.urlopen(f"{PYPI_SIMPLE}/{package.lower()}/", timeout=120).read()
+    files = {}
+    for href in re.findall(r'href="([^"]+)"', page.decode()):
+        url = html.unescape(href).split("#")[0]
+        files[url.rsplit("/", 1)[-1].lower()] = url
+    return files
+
+
 def sdist_url(package: str, release: str) -> str:
     """The sdist's address on PyPI's simple index. Read from the index, not
     built by pip: `pip download` of an sdist prepares its metadata, which for
     scikit-learn means building numpy and Cython first."""
-    index = urllib.request.urlopen(f"{PYPI_SIMPLE}/{package.lower()}/", timeout=120).read()
-    want = f"{package}-{release}.tar.gz".lower()
-    for href in re.findall(r'href="([^"]+)"', index.decode()):
-        url = html.unescape(href).split("#")[0]
-        if url.rsplit("/", 1)[-1].lower() == want:
-            return url
-    sys.exit(f"{package} {release}: no sdist on {PYPI_SIMPLE}")
+    url = simple_index(package).get(f"{package}-{release}.tar.gz".lower())
+    if url is None:
+        sys.exit(f"{package} {release}: no sdist on {PYPI_SIMPLE}")
+    return url
 
 
 def cmd_sdists(args) -> None:
@@ -686,27 +698,43 @@ def run_quarry(quarry: str, argv: list[str]) -> tuple[subprocess.CompletedProces
     return proc, time.time() - t
 
 
-def search_semble(root: Path, query: str, limit: int) -> tuple[dict, float]:
-    """semble 0.7.0's BM25 + ranking stack on one checkout, as bench/dev/run.py
-    runs it on semble's benchmark (its worker, in target/semble-venv, with the
-    semantic branch patched out): (result, seconds for index and search)."""
-    if not SEMBLE_PYTHON.exists():
-        sys.exit(f"{SEMBLE_PYTHON} missing: python3 -m venv target/semble-venv && "
-                 "target/semble-venv/bin/pip install semble==0.7.0")
-    env = dict(os.environ, PYTHONHASHSEED="0", HF_HUB_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false")
-    t = time.time()
-    proc = subprocess.run(
-        [str(SEMBLE_PYTHON), str(ROOT / "bench" / "dev" / "run.py"), "--semble-worker"],
-        input=json.dumps({"root": str(root), "queries": [query], "top_k": limit}),
-        capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        return {"error": "semble failed: " + proc.stderr[-2000:]}, time.time() - t
-    data = json.loads(proc.stdout)
+def search_semble(root: Path, query: str, limit: int) -> dict:
+    """semble 0.7.0's BM25 + ranking stack on one checkout, run as
+    bench/dev/run.py runs it on semble's benchmark (its worker, semantic branch
+    patched out)."""
+    try:
+        data = call_semble_worker(root, [query], top_k=limit)
+    except RuntimeError as e:
+        return {"error": f"semble failed: {e}"}
     hits = [{"path": h["path"], "start_line": h["start_line"], "end_line": h["end_line"]}
             for h in data["results"][0]]
     return {"mode": "semble", "hits": hits, "index_ms": data["index_ms"],
-            "search_ms": data["times_ms"][0]}, time.time() - t
+            "search_ms": data["times_ms"][0]}
+
+
+def search_quarry(root: Path, cache: Path, query: str, args, out: dict) -> dict:
+    """Index and search one checkout with Quarry in `args.mode`; times go to
+    `out`, a failure to `out["error"]` (the result is then empty)."""
+    lexical = ["--lexical"] if args.mode == "lexical" else []
+    proc, index_s = run_quarry(args.quarry, ["index", str(root), "--cache-dir", str(cache)]
+                               + lexical + shlex.split(args.index_args))
+    out["index_s"] = round(index_s, 2)
+    if proc.returncode != 0:
+        out["error"] = "index failed: " + proc.stderr[-2000:]
+        return {}
+    search_argv = (["search", "--root", str(root), "--cache-dir", str(cache), "--json",
+                    "--limit", str(args.limit)] + lexical + shlex.split(args.quarry_args)
+                   + ["--", query])
+    proc, search_s = run_quarry(args.quarry, search_argv)
+    out["search_s"] = round(search_s, 3)
+    try:
+        result = json.loads(proc.stdout) if proc.stdout.strip() else {"hits": []}
+    except json.JSONDecodeError:
+        out["error"] = f"search rc={proc.returncode}: {proc.stderr[-2000:]}"
+        return {}
+    if proc.returncode != 0 and not result.get("hits"):
+        out["stderr"] = proc.stderr[-500:]
+    return result
 
 
 def evaluate(rec: dict, gold: dict, args, bm25_cache: dict, lock: threading.Lock) -> dict:
@@ -719,32 +747,16 @@ def evaluate(rec: dict, gold: dict, args, bm25_cache: dict, lock: threading.Lock
            "gold_functions": gold["functions"], "query_words": len(rec["problem_statement"].split())}
     query = rec["problem_statement"].replace("\x00", " ")
     if args.mode == "semble":
-        result, _ = search_semble(root, query, args.limit)
+        result = search_semble(root, query, args.limit)
         if "error" in result:
             out["error"] = result["error"]
             return out
         out["index_s"] = round(result["index_ms"] / 1000, 2)
         out["search_s"] = round(result["search_ms"] / 1000, 3)
     else:
-        lexical = ["--lexical"] if args.mode == "lexical" else []
-        extra = shlex.split(args.quarry_args)
-        proc, index_s = run_quarry(args.quarry, ["index", str(root), "--cache-dir", str(cache)]
-                                   + lexical + shlex.split(args.index_args))
-        out["index_s"] = round(index_s, 2)
-        if proc.returncode != 0:
-            out["error"] = "index failed: " + proc.stderr[-2000:]
+        result = search_quarry(root, cache, query, args, out)
+        if "error" in out:
             return out
-        search_argv = (["search", "--root", str(root), "--cache-dir", str(cache), "--json",
-                        "--limit", str(args.limit)] + lexical + extra + ["--", query])
-        proc, search_s = run_quarry(args.quarry, search_argv)
-        out["search_s"] = round(search_s, 3)
-        try:
-            result = json.loads(proc.stdout) if proc.stdout.strip() else {"hits": []}
-        except json.JSONDecodeError:
-            out["error"] = f"search rc={proc.returncode}: {proc.stderr[-2000:]}"
-            return out
-        if proc.returncode != 0 and not result.get("hits"):
-            out["stderr"] = proc.stderr[-500:]
     hits = result.get("hits", [])
     out["mode"] = result.get("mode")
     if result.get("reason"):

@@ -564,3 +564,41 @@ fn a_quoted_phrase_comes_first_in_a_search_but_not_in_an_issue_text() {
     pinned.tune("long_phrases", "1").expect("knob");
     assert_eq!(first(issue, &pinned).0, "docs/errors.md");
 }
+
+#[test]
+fn an_issue_its_tests_repeat_still_reaches_the_code_it_is_about() {
+    // Sixty tests paste the issue's example; the code it is about holds
+    // fewer of its words. Lexical-only, five hits: the branch lists 50.
+    let ws = Workspace::empty();
+    let mut tests = String::new();
+    for i in 0..60 {
+        tests.push_str(&format!(
+            "def test_refund_rounding_{i}():\n    \
+             invoice = Invoice(currency='EUR', total=Decimal('10.005'))\n    \
+             refund = invoice.refund(partial=True)\n    \
+             assert refund.total == Decimal('10.01')\n\n"
+        ));
+    }
+    ws.write("tests/test_refunds.py", tests);
+    ws.write(
+        "billing/refunds.py",
+        "def refund(invoice, partial=False):\n    \
+         total = invoice.total / 2 if partial else invoice.total\n    \
+         return Refund(invoice.currency, total.quantize(Decimal('0.01')))\n",
+    );
+    let issue = "Partial refund rounds the invoice total the wrong way\n\
+                 invoice = Invoice(currency='EUR', total=Decimal('10.005'))\n\
+                 refund = invoice.refund(partial=True)\n\
+                 The refund total should be 10.01 but the partial refund gives 10.00.";
+    let options = SearchOptions {
+        limit: 5,
+        ..SearchOptions::default()
+    };
+    let hits = run(&ws, issue, &options);
+    assert_eq!(hits[0].0, "billing/refunds.py", "{hits:?}");
+    // Unclassed, the tests fill the lexical list and the code is not in it.
+    let mut unclassed = options.clone();
+    unclassed.tune("classed_lexical", "0").expect("knob");
+    let hits = run(&ws, issue, &unclassed);
+    assert!(hits.iter().all(|h| h.0 != "billing/refunds.py"), "{hits:?}");
+}

@@ -667,6 +667,9 @@ fn describe(s: &Signals) -> String {
     if s.file_evidence != 0.0 {
         on.push("file evidence");
     }
+    if s.classed_lexical {
+        on.push("penalties in a long query's lexical list");
+    }
     on.push("saturation over the first places");
     if FuseConfig::default().lexical_confidence != 0.0 {
         on.push("lexical confidence");

@@ -86,6 +86,15 @@ pub struct Signals {
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).
     pub file_evidence: f32,
+    /// For a long query (an issue text), the lexical branch ranks its
+    /// candidates by BM25 times their file's path and content-class
+    /// penalties (`path_factor`): tests that paste the issue's code, docs
+    /// and migrations that repeat its words otherwise fill the branch's
+    /// list before fusion, and the code they repeat falls past its depth
+    /// (SWE-bench development set, 241 issues: file Acc@5 0.830 -> 0.846
+    /// hybrid, 0.747 -> 0.793 lexical). A short query's few words match
+    /// few such chunks, and the signals after fusion sort them.
+    pub classed_lexical: bool,
     /// Multiplier for chunks of at most two lines (a `#define`, an import,
     /// a one-line constant) when the query is a description, not a name.
     pub short_chunk: f32,
@@ -116,6 +125,7 @@ impl Signals {
             path_idf: false,
             file_name: 0.0,
             file_evidence: 0.0,
+            classed_lexical: false,
             short_chunk: 1.0,
             outside_definitions: 1.0,
             frames: 0.0,
@@ -142,6 +152,7 @@ impl Default for Signals {
             path_idf: true,
             file_name: 0.5,
             file_evidence: 0.0,
+            classed_lexical: true,
             short_chunk: 1.0,
             outside_definitions: 1.0,
             frames: 1.0,
@@ -162,6 +173,58 @@ struct PathFacts {
     classed: bool,
     /// A re-export file: its chunks without a body take `penalties.barrel`.
     barrel: bool,
+}
+
+/// The path and content-class penalties of a file (the re-export one
+/// aside, which depends on the chunk), as `apply` and the lexical branch's
+/// classed order (`Signals::classed_lexical`) read them.
+fn path_facts(
+    signals: &Signals,
+    query: &QueryFacts,
+    path: &str,
+    language: Language,
+    superseded: bool,
+) -> PathFacts {
+    let mut factor = 1.0;
+    let mut barrel = false;
+    let main = path_class(path);
+    let superseded = superseded.then_some(PathClass::Superseded);
+    for class in main
+        .into_iter()
+        .chain(secondary_classes(path))
+        .chain(superseded)
+    {
+        if class == PathClass::Barrel {
+            barrel = true;
+        } else if !(class == PathClass::Test && query.wants_tests) {
+            factor *= signals.penalties.factor(class);
+        }
+    }
+    let class = content_class(path, language);
+    match class {
+        ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
+        ContentClass::Config if !query.wants_config => factor *= signals.content.config,
+        _ => {}
+    }
+    PathFacts {
+        boost: 0.0,
+        factor,
+        class,
+        classed: main.is_some(),
+        barrel,
+    }
+}
+
+/// The multiplier a file's path and content classes put on its chunks'
+/// scores for this query (1: none).
+pub fn path_factor(
+    signals: &Signals,
+    query: &QueryFacts,
+    path: &str,
+    language: Language,
+    superseded: bool,
+) -> f32 {
+    path_facts(signals, query, path, language, superseded).factor
 }
 
 /// What the signals need to know about one chunk.
@@ -356,36 +419,9 @@ pub fn apply<'a>(
         let Some(chunk) = chunk else {
             continue;
         };
-        let path = *by_path.entry(chunk.path).or_insert_with(|| {
-            let boost = signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0);
-            let mut factor = 1.0;
-            let mut barrel = false;
-            let main = path_class(chunk.path);
-            let superseded = chunk.superseded.then_some(PathClass::Superseded);
-            for class in main
-                .into_iter()
-                .chain(secondary_classes(chunk.path))
-                .chain(superseded)
-            {
-                if class == PathClass::Barrel {
-                    barrel = true;
-                } else if !(class == PathClass::Test && query.wants_tests) {
-                    factor *= signals.penalties.factor(class);
-                }
-            }
-            let class = content_class(chunk.path, chunk.language);
-            match class {
-                ContentClass::Docs if !query.wants_docs => factor *= signals.content.docs,
-                ContentClass::Config if !query.wants_config => factor *= signals.content.config,
-                _ => {}
-            }
-            PathFacts {
-                boost,
-                factor,
-                class,
-                classed: main.is_some(),
-                barrel,
-            }
+        let path = *by_path.entry(chunk.path).or_insert_with(|| PathFacts {
+            boost: signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0),
+            ..path_facts(signals, query, chunk.path, chunk.language, chunk.superseded)
         });
         f.score += path.boost * top;
         let mut factor = path.factor;

@@ -8,9 +8,12 @@
 use super::chunk_filter::ChunkFilter;
 use super::live::{chunk_text, normalize, TextSource};
 use super::options::SearchOptions;
+use super::query::SearchQuery;
+use crate::chunk::Language;
 use crate::index::Snapshot;
 use crate::lexical::stem::stem;
-use crate::lexical::{score_term, Accumulator, Query};
+use crate::lexical::{score_term, Accumulator};
+use crate::rank::signals::path_factor;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -111,13 +114,14 @@ pub(super) struct LexicalList {
 /// rest follow in score order. Best first.
 pub(super) fn lexical_branch(
     snapshot: &Snapshot,
-    query: &Query,
+    search: &SearchQuery<'_>,
     depth: usize,
     options: &SearchOptions,
     text: &mut dyn TextSource,
     filter: &ChunkFilter<'_>,
     phrases_first: bool,
 ) -> LexicalList {
+    let query = &search.lexical;
     let mut list = LexicalList::default();
     if query.is_empty() {
         return list;
@@ -216,6 +220,8 @@ pub(super) fn lexical_branch(
     // Evidence that the chunk's whole file matches (BM25 over the file's
     // summed term frequencies), added to each chunk's own score.
     let file_weight = options.signals.file_evidence;
+    let signals = &options.signals;
+    let classed = signals.classed_lexical && search.long;
     let mut top = TopK::new(depth);
     // Chunks holding every token of every phrase: checked for the exact
     // phrase below (when they go first; else only the listed are checked).
@@ -239,6 +245,8 @@ pub(super) fn lexical_branch(
                 0
             };
             acc.reset(segment.chunks.len(), n_groups);
+            // Each file's class penalty, looked up once per file.
+            let mut factors: FxHashMap<u32, f32> = FxHashMap::default();
             for (i, ord) in ords.iter().enumerate() {
                 if let Some(ord) = ord {
                     let idf = snapshot.stats.idf(df[i]) * scored[i].weight;
@@ -277,6 +285,17 @@ pub(super) fn lexical_branch(
                 if file_weight > 0.0 {
                     let file = acc.group_scores.get(key.path_idx as usize);
                     score += file_weight * file.copied().unwrap_or(0.0);
+                }
+                if classed {
+                    score *= *factors.entry(key.path_idx).or_insert_with(|| {
+                        let path = segment.paths.get(key.path_idx as usize).map_or("", |p| p);
+                        let language = segment
+                            .chunks
+                            .get(doc as usize)
+                            .map_or(Language::Text, |c| c.language);
+                        let superseded = snapshot.layout.is_superseded(path);
+                        path_factor(signals, &search.facts, path, language, superseded)
+                    });
                 }
                 let matched = acc.matched[doc as usize];
                 let candidate = Candidate {

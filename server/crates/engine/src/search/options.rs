@@ -126,7 +126,7 @@ impl SearchOptions {
     /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `superseded`, `coherence`, `stems` (0/1), `docs`,
-    /// `config`, `path`, `path_idf` (0/1), `file_name`, `file`, `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// `config`, `path`, `path_idf` (0/1), `file_name`, `file`, `classed_lexical` (0/1), `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
         let number: f32 = value
@@ -182,6 +182,7 @@ impl SearchOptions {
             "file_name" => signals.file_name = number,
             "path_idf" => signals.path_idf = flag,
             "file" => signals.file_evidence = number,
+            "classed_lexical" => signals.classed_lexical = flag,
             "short" => signals.short_chunk = number,
             "outside" => signals.outside_definitions = number,
             "frames" => signals.frames = number,

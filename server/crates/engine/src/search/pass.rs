@@ -228,7 +228,7 @@ impl PassContext<'_> {
         let lexical = if options.branches.lexical {
             lexical_branch(
                 snapshot,
-                &query.lexical,
+                query,
                 depth,
                 options,
                 text,

@@ -47,6 +47,7 @@ pub fn run(args: StatusArgs, out: &mut impl Write) -> Result<()> {
             "model_error": engine.unavailable_reason(),
             "coverage": { "embedded": embedded, "total": total },
             "superseded": snapshot.layout.superseded(),
+            "generated": snapshot.layout.generated(),
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
     } else {
@@ -84,6 +85,14 @@ pub fn run(args: StatusArgs, out: &mut impl Write) -> Result<()> {
             writeln!(
                 out,
                 "superseded {folder}/ (ranked below the code it copies)"
+            )?;
+        }
+        let generated = snapshot.layout.generated().len();
+        if generated > 0 {
+            let plural = if generated == 1 { "" } else { "s" };
+            writeln!(
+                out,
+                "generated  {generated} file{plural} (their header says so; ranked below written code)"
             )?;
         }
     }

@@ -42,6 +42,8 @@ pub(super) struct Repo {
     pub(super) n_docs: i64,
     pub(super) sums: Vec<i64>,
     pub(super) superseded: Vec<String>,
+    /// Files whose header says a tool wrote them.
+    pub(super) generated: Vec<String>,
     pub(super) model: String,
 }
 
@@ -95,7 +97,8 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
             let rows = hub
                 .client
                 .query(
-                    "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model
+                    "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model,
+                            generated
                      FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
                     &[patterns],
                 )
@@ -112,6 +115,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
                         sums: r.get(4),
                         superseded: r.get(5),
                         model: r.get(6),
+                        generated: r.get(7),
                     })
                     .collect::<Vec<_>>(),
             )
@@ -441,13 +445,16 @@ pub(super) fn assemble(
             .add(&entries)
             .map_err(|e| HubError::Invalid(format!("candidate vectors: {e}")))?;
     }
-    let layout = Layout::from_folders(
+    let shown_all = |of: fn(&Repo) -> &Vec<String>| -> Vec<String> {
         repos
             .iter()
-            .flat_map(|repo| repo.superseded.iter().map(move |f| shown(repo, f)))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(String::as_str),
+            .flat_map(|repo| of(repo).iter().map(move |f| shown(repo, f)))
+            .collect()
+    };
+    let (superseded, generated) = (shown_all(|r| &r.superseded), shown_all(|r| &r.generated));
+    let layout = Layout::known(
+        superseded.iter().map(String::as_str),
+        generated.iter().map(String::as_str),
     );
     let snapshot = Snapshot::assemble(
         PathBuf::new(),

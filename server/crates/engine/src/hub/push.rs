@@ -360,9 +360,16 @@ pub async fn push(
         .into_iter()
         .map(str::to_string)
         .collect();
+    let generated: Vec<String> = snapshot
+        .layout
+        .generated()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     tx.execute(
         "UPDATE quarry_repos SET commit_id = $2, n_docs = $3, field_len_sums = $4,
-             superseded = $5, model = $6, pushed_at = now() WHERE id = $1",
+             superseded = $5, model = $6, generated = $7, pushed_at = now()
+         WHERE id = $1",
         &[
             &repo_id,
             &commit,
@@ -370,6 +377,7 @@ pub async fn push(
             &sums,
             &superseded,
             &model,
+            &generated,
         ],
     )
     .await

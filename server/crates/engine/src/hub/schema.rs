@@ -1,14 +1,21 @@
 //! The hub's tables, created once and checked on every connection.
 //!
-//! Owns: the DDL, its version, and the grants that let a role read a
-//! repository. Never: change a table a newer or older quarry wrote (a
-//! version mismatch is an error that says so).
+//! Owns: the DDL, its version, the upgrade from the version before, and
+//! the grants that let a role read a repository. Never: change a table a
+//! newer quarry wrote, or an older one's other than by that upgrade (any
+//! other version mismatch is an error that says so).
 
 use super::error::{sql, HubError};
 use tokio_postgres::Client;
 
 /// Bumped whenever a table, index or policy changes meaning.
-pub const VERSION: i32 = 2;
+pub const VERSION: i32 = 3;
+
+/// What turns a version-2 schema into this one: the generated files of
+/// each repository (empty until its next push).
+const UPGRADE_FROM_2: &str = "ALTER TABLE quarry_repos
+    ADD COLUMN IF NOT EXISTS generated text[] NOT NULL DEFAULT '{}';
+    UPDATE quarry_schema SET version = 3 WHERE version = 2;";
 
 /// Dimensions of the hub's vectors: the transformer tier's
 /// (all-MiniLM-L6-v2).
@@ -32,6 +39,7 @@ CREATE TABLE IF NOT EXISTS quarry_repos (
     field_len_sums bigint[] NOT NULL DEFAULT '{0,0,0,0,0}',
     superseded text[] NOT NULL DEFAULT '{}',
     model text NOT NULL DEFAULT '',
+    generated text[] NOT NULL DEFAULT '{}',
     pushed_at timestamptz
 );
 CREATE TABLE IF NOT EXISTS quarry_grants (
@@ -133,11 +141,25 @@ CREATE POLICY quarry_read ON quarry_df FOR SELECT
     USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
 "#;
 
-/// Creates the schema if the hub has none; checks its version otherwise.
-/// A reader's role needs no right to create anything: it only reads the
-/// version.
+/// Creates the schema if the hub has none, upgrades a version-2 schema
+/// (a pusher's connection, which owns the tables); checks the version
+/// otherwise. A reader's role needs no right to create anything: it only
+/// reads the version.
 pub async fn ensure(client: &Client) -> Result<(), HubError> {
     if let Some(found) = version(client).await? {
+        if found == 2 {
+            let tx_sql = format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({CREATE_LOCK}); {UPGRADE_FROM_2} COMMIT;"
+            );
+            if let Err(e) = client.batch_execute(&tx_sql).await {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(HubError::Sql {
+                    context: "upgrading the schema from version 2",
+                    source: e,
+                });
+            }
+            return check(version(client).await?.unwrap_or(found));
+        }
         return check(found);
     }
     let tx_sql = format!(

@@ -1,4 +1,5 @@
-//! File classification: which bytes are indexed as text (not binary, not minified) and chunking that never panics.
+//! File classification: which bytes are indexed as text (not binary, not
+//! minified) and chunking that never panics.
 
 use super::segment::SkipReason;
 use crate::chunk::{chunk_file, Chunk, Language};

@@ -17,6 +17,7 @@ mod embed_text;
 mod embedding;
 mod error;
 mod follow;
+mod generated;
 mod private;
 mod reader;
 mod reader_private;

@@ -9,6 +9,7 @@
 //! segment file is written once and never modified.
 //! Never: decide liveness (the index owns that), read source files.
 
+use super::generated::is_generated;
 use crate::chunk::{Chunk, ChunkKind, Language};
 use crate::codec::{unframe_with, Checksum, FormatError, FrameWriter, Reader, Text};
 use crate::lexical::{DocFields, LexicalBuilder, LexicalSegment};
@@ -16,7 +17,7 @@ use crate::symbols::{SymbolRecord, SymbolTable};
 use bytes::Bytes;
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"QSEG";
-pub const SEGMENT_VERSION: u32 = 5;
+pub const SEGMENT_VERSION: u32 = 6;
 
 /// Why a file is in the walk but not in the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,6 +51,8 @@ pub enum FileState {
     Indexed {
         language: Language,
         chunk_ids: Vec<u32>,
+        /// Its first lines say a tool wrote it (`generated::is_generated`).
+        generated: bool,
     },
     Skipped(SkipReason),
     Deleted,
@@ -221,9 +224,11 @@ impl Segment {
                 FileState::Indexed {
                     language,
                     chunk_ids,
+                    generated,
                 } => {
                     w.u8(0);
                     w.u8(language.code());
+                    w.u8(u8::from(*generated));
                     w.varint(chunk_ids.len() as u64);
                     for id in chunk_ids {
                         w.varint(u64::from(*id));
@@ -328,6 +333,11 @@ impl Segment {
                 0 => {
                     let language =
                         Language::from_code(r.u8()?).ok_or_else(|| invalid("unknown language"))?;
+                    let generated = match r.u8()? {
+                        0 => false,
+                        1 => true,
+                        _ => return Err(invalid("unknown generated flag")),
+                    };
                     let n = r.len()?;
                     let mut chunk_ids = Vec::with_capacity(n);
                     for _ in 0..n {
@@ -336,6 +346,7 @@ impl Segment {
                     FileState::Indexed {
                         language,
                         chunk_ids,
+                        generated,
                     }
                 }
                 1 => {
@@ -501,6 +512,7 @@ impl SegmentBuilder {
             state: FileState::Indexed {
                 language: file.language,
                 chunk_ids,
+                generated: is_generated(file.text),
             },
         });
         self.local_rows.push(true);

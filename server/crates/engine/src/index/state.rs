@@ -20,8 +20,9 @@ pub(super) struct WriterState {
     pub(super) dead: Vec<u64>,
     pub(super) n_dead: u64,
     pub(super) n_stored: u64,
-    /// The layout of `files`, kept while the set of indexed paths stays
-    /// the same (an edit), read again when it changes (`None`).
+    /// The layout of `files`, kept while the set of indexed paths and
+    /// which of them are generated stay the same (an edit), read again
+    /// when they change (`None`).
     pub(super) layout: Option<Arc<Layout>>,
 }
 
@@ -38,10 +39,12 @@ pub(super) fn apply_row(state: &mut WriterState, row: &FileRow, killed: &mut Vec
     } else {
         state.files.insert(row.path.clone(), row.clone())
     };
-    let was_indexed = old
-        .as_ref()
-        .is_some_and(|old| matches!(old.state, FileState::Indexed { .. }));
-    if was_indexed != matches!(row.state, FileState::Indexed { .. }) {
+    // Whether a row is indexed, and generated: what the layout reads.
+    let marks = |state: &FileState| match state {
+        FileState::Indexed { generated, .. } => Some(*generated),
+        _ => None,
+    };
+    if old.as_ref().and_then(|old| marks(&old.state)) != marks(&row.state) {
         state.layout = None;
     }
     if let Some(FileRow {
@@ -208,6 +211,7 @@ pub(super) fn make_snapshot(
             FileState::Indexed {
                 language,
                 chunk_ids,
+                ..
             } => {
                 summary.files_indexed += 1;
                 summary.chunks += chunk_ids.len() as u64;
@@ -220,12 +224,18 @@ pub(super) fn make_snapshot(
     let layout = state
         .layout
         .get_or_insert_with(|| {
-            Arc::new(Layout::of(
+            let indexed = || {
                 state
                     .files
                     .iter()
-                    .filter(|(_, row)| matches!(row.state, FileState::Indexed { .. }))
-                    .map(|(path, _)| path.as_str()),
+                    .filter_map(|(path, row)| match row.state {
+                        FileState::Indexed { generated, .. } => Some((path.as_str(), generated)),
+                        _ => None,
+                    })
+            };
+            Arc::new(Layout::of(
+                indexed().map(|(path, _)| path),
+                indexed().filter(|(_, g)| *g).map(|(path, _)| path),
             ))
         })
         .clone();

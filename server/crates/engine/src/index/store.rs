@@ -20,7 +20,9 @@ pub const MANIFEST_MAGIC: &[u8; 4] = b"QMAN";
 /// windows before are read again.
 /// 5: one identifier splitter (`ident`) for tokens and symbol names, so
 /// names with caseless letters or numeric capitals are split again.
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: each indexed file records whether its header says a tool generated
+/// it (`generated::is_generated`), so every file is read again.
+pub const SCHEMA_VERSION: u32 = 6;
 pub const MANIFEST_FILE: &str = "manifest.qman";
 pub const LOCK_FILE: &str = "lock";
 

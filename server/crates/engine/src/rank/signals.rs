@@ -29,6 +29,7 @@ use super::query_facts::{named_file, same_name, squash, QueryFacts};
 use super::Fused;
 use crate::chunk::ChunkKind;
 use crate::chunk::Language;
+pub use crate::layout::FileMarks;
 use crate::lexical::stem::stem;
 use crate::lexical::tokenize::tokenize;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -183,12 +184,13 @@ fn path_facts(
     query: &QueryFacts,
     path: &str,
     language: Language,
-    superseded: bool,
+    marks: FileMarks,
 ) -> PathFacts {
     let mut factor = 1.0;
     let mut barrel = false;
-    let main = path_class(path);
-    let superseded = superseded.then_some(PathClass::Superseded);
+    // A generated header counts once, where the path says so too.
+    let main = path_class(path).or(marks.generated.then_some(PathClass::Generated));
+    let superseded = marks.superseded.then_some(PathClass::Superseded);
     for class in main
         .into_iter()
         .chain(secondary_classes(path))
@@ -222,9 +224,9 @@ pub fn path_factor(
     query: &QueryFacts,
     path: &str,
     language: Language,
-    superseded: bool,
+    marks: FileMarks,
 ) -> f32 {
-    path_facts(signals, query, path, language, superseded).factor
+    path_facts(signals, query, path, language, marks).factor
 }
 
 /// What the signals need to know about one chunk.
@@ -237,8 +239,8 @@ pub struct ChunkFacts<'a> {
     pub language: Language,
     /// Lines in the chunk's range.
     pub lines: u32,
-    /// In a superseded copy of code kept beside it (`layout::Layout`).
-    pub superseded: bool,
+    /// What the index knows of its file beyond the path.
+    pub marks: FileMarks,
 }
 
 /// Which query words name a file (bit `i` for `word_stems[i]`, the first
@@ -421,7 +423,7 @@ pub fn apply<'a>(
         };
         let path = *by_path.entry(chunk.path).or_insert_with(|| PathFacts {
             boost: signals.path_match * named.get(chunk.path).copied().unwrap_or(0.0),
-            ..path_facts(signals, query, chunk.path, chunk.language, chunk.superseded)
+            ..path_facts(signals, query, chunk.path, chunk.language, chunk.marks)
         });
         f.score += path.boost * top;
         let mut factor = path.factor;
@@ -554,7 +556,7 @@ mod tests {
                     kind,
                     language,
                     lines: 10,
-                    superseded: false,
+                    marks: FileMarks::default(),
                 })
         }
     }
@@ -718,7 +720,7 @@ mod tests {
                 kind: ChunkKind::Section,
                 language: *language,
                 lines: 10,
-                superseded: false,
+                marks: FileMarks::default(),
             })
         };
         let signals = Signals {
@@ -796,7 +798,7 @@ mod tests {
                 kind: ChunkKind::Function,
                 language: Language::Rust,
                 lines: 10,
-                superseded: false,
+                marks: FileMarks::default(),
             })
         };
         let signals = Signals {
@@ -824,7 +826,10 @@ mod tests {
                 kind: ChunkKind::Method,
                 language: Language::Rust,
                 lines: 10,
-                superseded: path.contains("_alt/"),
+                marks: FileMarks {
+                    superseded: path.contains("_alt/"),
+                    generated: false,
+                },
             })
         };
         let query = QueryFacts::new("how the timer wheel expires entries");
@@ -853,7 +858,7 @@ mod tests {
             kind: ChunkKind::Function,
             language: Language::Rust,
             lines: 10,
-            superseded: false,
+            marks: FileMarks::default(),
         };
         assert_eq!(chunk_class(&facts("tests::parses")), Some(PathClass::Test));
         assert_eq!(
@@ -877,7 +882,7 @@ mod tests {
             kind,
             language: Language::Rust,
             lines: 10,
-            superseded: false,
+            marks: FileMarks::default(),
         }
     }
 

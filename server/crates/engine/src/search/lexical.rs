@@ -293,8 +293,8 @@ pub(super) fn lexical_branch(
                             .chunks
                             .get(doc as usize)
                             .map_or(Language::Text, |c| c.language);
-                        let superseded = snapshot.layout.is_superseded(path);
-                        path_factor(signals, &search.facts, path, language, superseded)
+                        let marks = snapshot.layout.marks(path);
+                        path_factor(signals, &search.facts, path, language, marks)
                     });
                 }
                 let matched = acc.matched[doc as usize];

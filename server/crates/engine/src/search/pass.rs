@@ -302,7 +302,7 @@ impl PassContext<'_> {
                 kind: chunk.kind,
                 language: chunk.language,
                 lines: chunk.end_line.saturating_sub(chunk.start_line) + 1,
-                superseded: snapshot.layout.is_superseded(segment.path_of(chunk)),
+                marks: snapshot.layout.marks(segment.path_of(chunk)),
             })
         });
         if options.signals.frames > 0.0 {

@@ -58,11 +58,13 @@ pub struct SearchCodeArgs {
     pub language: Option<String>,
     /// Only this kind of definition (function, method, class, ...).
     pub kind: Option<String>,
-    /// Spread hits over files (default true): in the first seven places a
-    /// file's second and later hits count less, so more files show; later
-    /// places go by score. Set false to rank by score
-    /// alone when looking for one definition among similar ones in a file
-    /// (a doc-comment-like description of a function).
+    /// Spread hits over files (default: true, but false for a pasted text
+    /// of 12 words or more on several lines, such as an issue, which is
+    /// usually about several functions of one file): in the first seven places a file's
+    /// second and later hits count less, so more files show; later places
+    /// go by score. Set false to rank by score alone when looking for one
+    /// definition among similar ones in a file (a doc-comment-like
+    /// description of a function).
     pub spread_files: Option<bool>,
 }
 
@@ -381,10 +383,15 @@ impl QuarryMcp {
             limit,
             snippet_lines: 4,
             filter,
-            // No per-file diversity at all when asked for none.
+            // As asked, for any query; by default as the defaults say.
             file_saturation: match args.spread_files {
                 Some(false) => 0.0,
                 _ => SearchOptions::default().file_saturation,
+            },
+            long_file_saturation: match args.spread_files {
+                Some(true) => SearchOptions::default().file_saturation,
+                Some(false) => 0.0,
+                None => SearchOptions::default().long_file_saturation,
             },
             ..SearchOptions::default()
         };

@@ -637,3 +637,26 @@ fn a_file_whose_header_says_it_was_generated_sinks_below_hand_written_code() {
         "{hits:?}"
     );
 }
+
+#[test]
+fn a_pasted_text_is_ranked_by_score_and_a_typed_question_spread_over_files() {
+    let ws = crowded_workspace();
+    let options = SearchOptions {
+        limit: 5,
+        ..SearchOptions::default()
+    };
+    let files = |query: &str| -> Vec<String> {
+        run(&ws, query, &options)
+            .into_iter()
+            .take(3)
+            .map(|h| h.0)
+            .collect()
+    };
+    let words = "refill the token bucket token by token then spend one token from the bucket";
+    // Typed on one line: the head spreads over files.
+    let typed = files(words);
+    assert!(typed.iter().any(|p| p != "src/crowded.rs"), "{typed:?}");
+    // Pasted on two lines, the same words: by score, the refills first.
+    let pasted = files(&words.replacen(" then ", "\n", 1));
+    assert_eq!(pasted, ["src/crowded.rs"; 3], "{pasted:?}");
+}

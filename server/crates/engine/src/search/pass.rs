@@ -366,12 +366,17 @@ impl PassContext<'_> {
                 .map_or("", |(seg, chunk)| seg.path_of(chunk))
         };
         let all = fused.len();
-        let fused = if options.file_saturation > 0.0 {
+        let decay = if self.query.pasted {
+            options.long_file_saturation
+        } else {
+            options.file_saturation
+        };
+        let fused = if decay > 0.0 && decay < 1.0 {
             saturate_per_file(
                 fused,
                 all,
                 Saturation {
-                    decay: options.file_saturation,
+                    decay,
                     head: options.diverse_head,
                 },
                 path_of,

@@ -25,6 +25,9 @@ pub struct SearchQuery<'t> {
     pub words: usize,
     /// A pasted issue or trace rather than a search (`is_long_query`).
     pub long: bool,
+    /// Long and on several lines: a text pasted in (an issue, a report, a
+    /// trace), not a question typed on one line, however long.
+    pub pasted: bool,
     /// Long even without its quoted text: an issue or report quoting
     /// messages, whose quotes are its writer's, not a search operator
     /// (a long error message pasted in quotes alone is not one).
@@ -54,6 +57,7 @@ impl<'t> SearchQuery<'t> {
             lexical: Query::parse(text),
             words: text.split_whitespace().count(),
             long: is_long_query(text),
+            pasted: is_long_query(text) && text.trim().contains('\n'),
             quotes_aside: is_long_query(&outside_quotes(text)),
             symbol: identifier.then(|| SymbolQuery::parse(text.trim(), None)),
             code: looks_like_code(text),
@@ -168,6 +172,16 @@ mod tests {
         let issue = format!("lookups fail after a writer panics and every later call logs {message} for each lookup");
         assert!(SearchQuery::new(&issue).quotes_aside);
         assert!(!SearchQuery::new("retry a failed request").quotes_aside);
+    }
+
+    #[test]
+    fn pasted_means_long_and_on_several_lines() {
+        let question = "how are several sorted key streams merged in order with a priority queue";
+        assert!(SearchQuery::new(question).long && !SearchQuery::new(question).pasted);
+        let issue = "Merging sorted streams drops keys\nWith three streams of ten keys each the merged stream holds twenty-nine.";
+        assert!(SearchQuery::new(issue).pasted);
+        assert!(!SearchQuery::new("retry\nfailed requests").pasted);
+        assert!(!SearchQuery::new(&format!("{question}\n")).pasted);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The lexical branch: BM25F over every segment, skipping dead chunks,
 //! with identifier stems and quoted phrases verified against the current
-//! text.
+//! text; for a long query, each candidate weighed by its file's class
+//! penalty before the list is cut (`Signals::classed_lexical`).
 //!
 //! Never: lets an unmatched phrase empty the list; scores more than
 //! `MAX_QUERY_TERMS` terms.
@@ -286,6 +287,8 @@ pub(super) fn lexical_branch(
                     let file = acc.group_scores.get(key.path_idx as usize);
                     score += file_weight * file.copied().unwrap_or(0.0);
                 }
+                // At most 1 (a knob set above 1 raises in the signals
+                // only), so the bound above still holds.
                 if classed {
                     score *= *factors.entry(key.path_idx).or_insert_with(|| {
                         let path = segment.paths.get(key.path_idx as usize).map_or("", |p| p);
@@ -294,7 +297,7 @@ pub(super) fn lexical_branch(
                             .get(doc as usize)
                             .map_or(Language::Text, |c| c.language);
                         let marks = snapshot.layout.marks(path);
-                        path_factor(signals, &search.facts, path, language, marks)
+                        path_factor(signals, &search.facts, path, language, marks).min(1.0)
                     });
                 }
                 let matched = acc.matched[doc as usize];

@@ -289,6 +289,17 @@ fn generated_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
     // A hub a version-2 quarry made (no `generated` column) is upgraded by
     // the next push, and its repositories keep their rows.
     pg.sql("ALTER TABLE quarry_repos DROP COLUMN generated; UPDATE quarry_schema SET version = 2");
+    // A search (a reader) is refused, told that a push upgrades it.
+    let refused = quarry(
+        &ws,
+        &["search", "rebalance", "--json", "--lexical", "--hub", &url],
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(said.contains("upgrades a version-2 hub"), "{said}");
     push(&ws, &url, "app", "c2", &["--lexical"]);
     assert_eq!(pg.sql("SELECT version FROM quarry_schema"), "3");
     assert_eq!(

@@ -360,19 +360,11 @@ fn is_test_code(d: &Def) -> bool {
         || d.qualified_name.contains("::tests::")
 }
 
+/// A definition a doc comment describes: one with a body other than an
+/// `impl` block or a macro, or a type alias or constant.
 fn is_concept_kind(kind: ChunkKind) -> bool {
-    matches!(
-        kind,
-        ChunkKind::Function
-            | ChunkKind::Method
-            | ChunkKind::Class
-            | ChunkKind::Struct
-            | ChunkKind::Enum
-            | ChunkKind::Trait
-            | ChunkKind::Interface
-            | ChunkKind::TypeAlias
-            | ChunkKind::Constant
-    )
+    (kind.has_body() && !matches!(kind, ChunkKind::Impl | ChunkKind::Macro))
+        || matches!(kind, ChunkKind::TypeAlias | ChunkKind::Constant)
 }
 
 fn is_identifier(name: &str) -> bool {

@@ -354,18 +354,8 @@ pub async fn push(
         .iter()
         .map(|s| *s as i64)
         .collect();
-    let superseded: Vec<String> = snapshot
-        .layout
-        .superseded()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    let generated: Vec<String> = snapshot
-        .layout
-        .generated()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    // text[] parameters straight from the layout's sorted lists.
+    let (superseded, generated) = (snapshot.layout.superseded(), snapshot.layout.generated());
     tx.execute(
         "UPDATE quarry_repos SET commit_id = $2, n_docs = $3, field_len_sums = $4,
              superseded = $5, model = $6, generated = $7, pushed_at = now()

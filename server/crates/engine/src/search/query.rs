@@ -52,12 +52,13 @@ impl<'t> SearchQuery<'t> {
     pub fn new(text: &'t str) -> SearchQuery<'t> {
         let text = bounded(text);
         let identifier = looks_like_identifier(text);
+        let long = is_long_query(text);
         SearchQuery {
             text,
             lexical: Query::parse(text),
             words: text.split_whitespace().count(),
-            long: is_long_query(text),
-            pasted: is_long_query(text) && text.trim().contains('\n'),
+            long,
+            pasted: long && text.trim().contains('\n'),
             quotes_aside: is_long_query(&outside_quotes(text)),
             symbol: identifier.then(|| SymbolQuery::parse(text.trim(), None)),
             code: looks_like_code(text),

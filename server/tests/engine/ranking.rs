@@ -660,3 +660,56 @@ fn a_pasted_text_is_ranked_by_score_and_a_typed_question_spread_over_files() {
     let pasted = files(&words.replacen(" then ", "\n", 1));
     assert_eq!(pasted, ["src/crowded.rs"; 3], "{pasted:?}");
 }
+
+/// A Ruby module's entry file beside its folder of parts, and a file
+/// outside the module that mentions it more.
+fn module_workspace() -> Workspace {
+    let ws = Workspace::empty();
+    ws.write(
+        "lib/generators.rb",
+        "module Generators\n  def self.lookup(namespaces)\n    namespaces.each { |n| require_path(n) }\n  end\n\n  def self.invoke(namespace, args)\n    klass = find_by_namespace(namespace)\n    klass.start(args)\n  end\nend\n",
+    );
+    for part in ["app", "model", "controller"] {
+        ws.write(
+            &format!("lib/generators/{part}_generator.rb"),
+            format!(
+                "class {}Generator < Base\n  def create_{part}_files\n    template \"{part}.rb\"\n  end\nend\n",
+                part[..1].to_uppercase() + &part[1..]
+            ),
+        );
+    }
+    ws.write(
+        "lib/engine.rb",
+        "class Engine\n  # Loads the generators an engine registers.\n  def load_generators(app)\n    registered_generators.each { |g| g.call(app) }\n  end\nend\n",
+    );
+    ws
+}
+
+#[test]
+fn a_question_about_a_module_finds_its_entry_file_and_one_about_a_part_the_part() {
+    let ws = module_workspace();
+    let options = SearchOptions {
+        limit: 10,
+        ..SearchOptions::default()
+    };
+    let files = |query: &str, options: &SearchOptions| -> Vec<String> {
+        let mut files: Vec<String> = Vec::new();
+        for hit in run(&ws, query, options) {
+            if !files.contains(&hit.0) {
+                files.push(hit.0);
+            }
+        }
+        files
+    };
+    let about_module = "how generators are discovered and registered";
+    let hits = files(about_module, &options);
+    assert_eq!(hits[0], "lib/generators.rb", "{hits:?}");
+    // Without the signal the parts and the engine's mention come first.
+    let mut off = options.clone();
+    off.tune("module_file", "0").expect("knob");
+    let hits = files(about_module, &off);
+    assert_ne!(hits[0], "lib/generators.rb", "{hits:?}");
+    // A question naming one part asks for that part.
+    let hits = files("how the model generator creates model files", &options);
+    assert_eq!(hits[0], "lib/generators/model_generator.rb", "{hits:?}");
+}

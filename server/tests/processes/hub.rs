@@ -243,7 +243,7 @@ fn a_one_file_change_pushes_only_that_file() {
 }
 
 #[test]
-fn generated_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
+fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
     let Some(pg) = Postgres::start() else { return };
     let ws = Workspace::fixture();
     let url = pg.url();
@@ -256,10 +256,23 @@ fn generated_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
         "src/rebalance.rs",
         "/// Rebalances the shards of a store.\npub fn rebalance_shards_written() {}\n",
     );
+    // A module's entry file beside the folder of its parts.
+    ws.write(
+        "src/shards.rs",
+        "mod placement;\npub fn assign(key: u64) -> usize { placement::slot(key) }\n",
+    );
+    ws.write(
+        "src/shards/placement.rs",
+        "/// Shards keys over slots.\npub fn slot(key: u64) -> usize { (key % 7) as usize }\n",
+    );
     push(&ws, &url, "app", "c1", &["--lexical"]);
     assert_eq!(
         pg.sql("SELECT array_to_string(generated, ',') FROM quarry_repos WHERE name = 'app'"),
         "src/rebalance_pb.rs"
+    );
+    assert_eq!(
+        pg.sql("SELECT array_to_string(modules, ',') FROM quarry_repos WHERE name = 'app'"),
+        "src/shards.rs"
     );
     // The hub ranks it as the local index does: below the written one.
     let order = |extra: &[&str]| -> Vec<String> {
@@ -286,9 +299,26 @@ fn generated_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
     let local = order(&[]);
     assert_eq!(local, ["rebalance.rs", "rebalance_pb.rs"]);
     assert_eq!(order(&["--hub", &url]), local);
-    // A hub a version-2 quarry made (no `generated` column) is upgraded by
-    // the next push, and its repositories keep their rows.
-    pg.sql("ALTER TABLE quarry_repos DROP COLUMN generated; UPDATE quarry_schema SET version = 2");
+    // A question about the module: its entry file first, here and there.
+    let first = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "search",
+            "how are keys placed on shards",
+            "--json",
+            "--lexical",
+        ];
+        args.extend_from_slice(extra);
+        let value: Value = serde_json::from_str(&succeed(quarry(&ws, &args))).expect("json");
+        value["hits"][0]["path"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(first(&[]), "src/shards.rs");
+    assert_eq!(first(&["--hub", &url]), "src/shards.rs");
+    // A hub a version-2 quarry made (no `generated` or `modules` column)
+    // is upgraded by the next push, and its repositories keep their rows.
+    pg.sql(
+        "ALTER TABLE quarry_repos DROP COLUMN generated, DROP COLUMN modules;
+         UPDATE quarry_schema SET version = 2",
+    );
     // A search (a reader) is refused, told that a push upgrades it.
     let refused = quarry(
         &ws,
@@ -299,12 +329,18 @@ fn generated_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
         String::from_utf8_lossy(&refused.stdout),
         String::from_utf8_lossy(&refused.stderr)
     );
-    assert!(said.contains("upgrades a version-2 hub"), "{said}");
+    assert!(
+        said.contains("upgrades a hub of version 2 or later"),
+        "{said}"
+    );
     push(&ws, &url, "app", "c2", &["--lexical"]);
-    assert_eq!(pg.sql("SELECT version FROM quarry_schema"), "3");
+    assert_eq!(pg.sql("SELECT version FROM quarry_schema"), "4");
     assert_eq!(
-        pg.sql("SELECT array_to_string(generated, ',') FROM quarry_repos WHERE name = 'app'"),
-        "src/rebalance_pb.rs"
+        pg.sql(
+            "SELECT array_to_string(generated, ',') || ';' || array_to_string(modules, ',')
+             FROM quarry_repos WHERE name = 'app'"
+        ),
+        "src/rebalance_pb.rs;src/shards.rs"
     );
 }
 

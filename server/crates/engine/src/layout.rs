@@ -1,7 +1,8 @@
 //! What a workspace's layout says about its files: which folders are
-//! superseded copies of code that lives beside them, read from the list of
-//! indexed paths alone; and which files a tool generated, as the index
-//! recorded from their first lines (`index::generated::is_generated`).
+//! superseded copies of code that lives beside them and which files are a
+//! module's entry file, read from the list of indexed paths alone; and
+//! which files a tool generated, as the index recorded from their first
+//! lines (`index::generated::is_generated`).
 //!
 //! A project sometimes keeps a second copy of some of its code: pydantic
 //! ships its previous major version as `pydantic/v1/` (`v1/fields.py` next to
@@ -10,6 +11,13 @@
 //! code; the copy repeats its words and pushes it down. Ranking demotes
 //! what this module marks (`rank::classes::PathClass::Superseded`, and
 //! `Generated` for the generated files).
+//!
+//! A module's entry file (`generators.rb` beside `generators/`, `query.ex`
+//! beside `query/`, `Markdown.hs` beside `Markdown/`) declares the module
+//! and wires its parts together: ranking raises it for a question that
+//! names the module (`rank::signals::Signals::module_file`). A folder's
+//! own entry (`mod.rs`, `__init__.py`, `index.ts`) is not one: raised the
+//! same way, tokio's, Flask's and lazy.nvim's cost more than Rails gained.
 //!
 //! Never: read a file, or mark a folder from its name alone: a `v1/` or
 //! `*_old/` folder counts only when the code it stands beside is there too.
@@ -44,6 +52,10 @@ pub struct FileMarks {
     pub superseded: bool,
     /// Its first lines say a tool wrote it.
     pub generated: bool,
+    /// It is the entry file of a module whose parts are the files of the
+    /// folder of the same name beside it (`generators.rb` beside
+    /// `generators/`).
+    pub module: bool,
 }
 
 /// The superseded folders and generated files of one workspace.
@@ -53,6 +65,8 @@ pub struct Layout {
     superseded: FxHashSet<Box<str>>,
     /// Root-relative paths of files whose header says a tool wrote them.
     generated: FxHashSet<Box<str>>,
+    /// Root-relative paths of module entry files (`FileMarks::module`).
+    modules: FxHashSet<Box<str>>,
 }
 
 impl Layout {
@@ -63,6 +77,10 @@ impl Layout {
     /// - its name is a version (`v1`, `v2`) and its parent folder holds at
     ///   least two of its module names (`pydantic/v1/fields.py` and
     ///   `pydantic/fields.py`): the package carries its previous version.
+    ///
+    /// A file is a module's entry file when it is named like a folder
+    /// beside it, with one extension (`generators.rb` and `generators/`;
+    /// `Markdown.test.hs` is not `Markdown/`'s).
     ///
     /// `generated` are the indexed files the index found generated.
     pub fn of<'a>(
@@ -98,6 +116,18 @@ impl Layout {
                 })
         };
         let mut superseded = FxHashSet::default();
+        let mut modules: FxHashSet<Box<str>> = FxHashSet::default();
+        for (folder, names) in &files {
+            let subfolders = folders.get(folder);
+            for file in names {
+                let beside = file.split_once('.').is_some_and(|(stem, ext)| {
+                    !ext.contains('.') && subfolders.is_some_and(|f| f.contains(stem))
+                });
+                if beside {
+                    modules.insert(join(folder, file).into_boxed_str());
+                }
+            }
+        }
         for (parent, names) in &folders {
             for name in names {
                 let variant = VARIANT_SUFFIXES.iter().any(|suffix| {
@@ -116,7 +146,24 @@ impl Layout {
         Layout {
             superseded,
             generated: generated.into_iter().map(Box::from).collect(),
+            modules,
         }
+    }
+
+    /// Drops the module entry files named after the project (`project`:
+    /// the workspace folder's or the repository's name, or one of its
+    /// words): a word that names the whole project (`clap.zig` in
+    /// `zig-clap`, `Pandoc.hs` in `pandoc`) tells none of its parts apart.
+    pub fn for_project(mut self, project: &str) -> Layout {
+        let words: Vec<String> = project
+            .split(|c: char| !c.is_alphanumeric())
+            .chain([project])
+            .map(squash)
+            .filter(|w| !w.is_empty())
+            .collect();
+        self.modules
+            .retain(|path| !words.contains(&squash(module_name(path))));
+        self
     }
 
     /// Whether `path` (root-relative) lies in a superseded folder.
@@ -132,6 +179,7 @@ impl Layout {
         FileMarks {
             superseded: self.is_superseded(path),
             generated: self.is_generated(path),
+            module: self.modules.contains(path),
         }
     }
 
@@ -140,16 +188,26 @@ impl Layout {
         self.generated.contains(path)
     }
 
-    /// A layout whose superseded folders and generated files are already
-    /// known (read off the whole repository when it was pushed to a hub).
+    /// A layout whose superseded folders, generated files and module
+    /// entry files are already known (read off the whole repository when
+    /// it was pushed to a hub).
     pub fn known<'a>(
         folders: impl IntoIterator<Item = &'a str>,
         generated: impl IntoIterator<Item = &'a str>,
+        modules: impl IntoIterator<Item = &'a str>,
     ) -> Layout {
         Layout {
             superseded: folders.into_iter().map(Box::from).collect(),
             generated: generated.into_iter().map(Box::from).collect(),
+            modules: modules.into_iter().map(Box::from).collect(),
         }
+    }
+
+    /// The module entry files, sorted (for a push to a hub and tests).
+    pub fn modules(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self.modules.iter().map(|s| &**s).collect();
+        out.sort_unstable();
+        out
     }
 
     /// The generated files, sorted (for a push to a hub and tests).
@@ -165,6 +223,29 @@ impl Layout {
         out.sort_unstable();
         out
     }
+}
+
+/// The name of the module whose entry file is at `path`: the file's name
+/// up to the first `.` (`generators` for `lib/generators.rb`).
+pub fn module_name(path: &str) -> &str {
+    let file = split_last(path).1;
+    file.split('.').next().unwrap_or(file)
+}
+
+/// The folder holding the parts of the module whose entry file is at
+/// `path`: `lib/generators` for `lib/generators.rb`.
+pub fn module_folder(path: &str) -> &str {
+    let folder = split_last(path).0;
+    let name = module_name(path);
+    &path[..folder.len() + usize::from(!folder.is_empty()) + name.len()]
+}
+
+/// Lowercase letters and digits only (`zig-clap` -> `zigclap`).
+fn squash(word: &str) -> String {
+    word.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// `a/b/c` -> (`a/b`, `c`); `c` -> (``, `c`).
@@ -249,6 +330,54 @@ mod tests {
     }
 
     #[test]
+    fn a_file_named_like_a_folder_beside_it_is_the_module_entry() {
+        let layout = Layout::of(
+            [
+                "lib/rails/generators.rb",
+                "lib/rails/generators/base.rb",
+                "lib/rails/generators/app/app_generator.rb",
+                "lib/rails/engine.rb",
+                "Dapper/SqlMapper.cs",
+                "Dapper/SqlMapper.Async.cs",
+                "src/Readers/Markdown.hs",
+                "src/Readers/Markdown/Inline.hs",
+                "src/Readers/Markdown.test.hs",
+                "clap.zig",
+                "clap/streaming.zig",
+                // A folder's own entry is not a module entry file.
+                "runtime/mod.rs",
+                "runtime/task.rs",
+            ],
+            [],
+        );
+        assert_eq!(
+            layout.modules(),
+            [
+                "clap.zig",
+                "lib/rails/generators.rb",
+                "src/Readers/Markdown.hs"
+            ]
+        );
+        assert!(layout.marks("lib/rails/generators.rb").module);
+        // No folder `engine/` beside it; a second extension is another file.
+        assert!(!layout.marks("lib/rails/engine.rb").module);
+        assert!(!layout.marks("src/Readers/Markdown.test.hs").module);
+        assert!(!layout.marks("Dapper/SqlMapper.cs").module);
+        // The project's own name (`zig-clap`) names every part alike.
+        let layout = layout.for_project("zig-clap");
+        assert_eq!(
+            layout.modules(),
+            ["lib/rails/generators.rb", "src/Readers/Markdown.hs"]
+        );
+        assert_eq!(module_name("lib/rails/generators.rb"), "generators");
+        assert_eq!(
+            module_folder("lib/rails/generators.rb"),
+            "lib/rails/generators"
+        );
+        assert_eq!(module_folder("clap.zig"), "clap");
+    }
+
+    #[test]
     fn top_level_folders_and_files_work() {
         let layout = Layout::of(["time/a.rs", "time_alt/a.rs", "lib.rs"], []);
         assert_eq!(layout.superseded(), ["time_alt"]);
@@ -264,7 +393,7 @@ mod tests {
         assert!(layout.is_generated("api/pb/user.pb.go"));
         assert!(!layout.is_generated("api/user.go"));
         assert!(!layout.is_generated("api/pb"));
-        let known = Layout::known([], layout.generated());
+        let known = Layout::known([], layout.generated(), []);
         assert_eq!(known.generated(), ["api/pb/user.pb.go"]);
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct Repo {
     pub(super) superseded: Vec<String>,
     /// Files whose header says a tool wrote them.
     pub(super) generated: Vec<String>,
+    /// Its module entry files (`layout::FileMarks::module`).
+    pub(super) modules: Vec<String>,
     pub(super) model: String,
 }
 
@@ -98,7 +100,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
                 .client
                 .query(
                     "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model,
-                            generated
+                            generated, modules
                      FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
                     &[patterns],
                 )
@@ -116,6 +118,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
                         superseded: r.get(5),
                         model: r.get(6),
                         generated: r.get(7),
+                        modules: r.get(8),
                     })
                     .collect::<Vec<_>>(),
             )
@@ -451,10 +454,12 @@ pub(super) fn assemble(
             .flat_map(|repo| of(repo).iter().map(move |f| shown(repo, f)))
             .collect()
     };
-    let (superseded, generated) = (shown_all(|r| &r.superseded), shown_all(|r| &r.generated));
+    let superseded = shown_all(|r| &r.superseded);
+    let (generated, modules) = (shown_all(|r| &r.generated), shown_all(|r| &r.modules));
     let layout = Layout::known(
         superseded.iter().map(String::as_str),
         generated.iter().map(String::as_str),
+        modules.iter().map(String::as_str),
     );
     let snapshot = Snapshot::assemble(
         PathBuf::new(),

@@ -355,10 +355,12 @@ pub async fn push(
         .map(|s| *s as i64)
         .collect();
     // text[] parameters straight from the layout's sorted lists.
-    let (superseded, generated) = (snapshot.layout.superseded(), snapshot.layout.generated());
+    let layout = &snapshot.layout;
+    let (superseded, generated, modules) =
+        (layout.superseded(), layout.generated(), layout.modules());
     tx.execute(
         "UPDATE quarry_repos SET commit_id = $2, n_docs = $3, field_len_sums = $4,
-             superseded = $5, model = $6, generated = $7, pushed_at = now()
+             superseded = $5, model = $6, generated = $7, modules = $8, pushed_at = now()
          WHERE id = $1",
         &[
             &repo_id,
@@ -368,6 +370,7 @@ pub async fn push(
             &superseded,
             &model,
             &generated,
+            &modules,
         ],
     )
     .await

@@ -9,13 +9,23 @@ use super::error::{sql, HubError};
 use tokio_postgres::Client;
 
 /// Bumped whenever a table, index or policy changes meaning.
-pub const VERSION: i32 = 3;
+pub const VERSION: i32 = 4;
 
-/// What turns a version-2 schema into this one: the generated files of
-/// each repository (empty until its next push).
-const UPGRADE_FROM_2: &str = "ALTER TABLE quarry_repos
-    ADD COLUMN IF NOT EXISTS generated text[] NOT NULL DEFAULT '{}';
-    UPDATE quarry_schema SET version = 3 WHERE version = 2;";
+/// The oldest schema a pusher's connection upgrades in place.
+const OLDEST_UPGRADED: i32 = 2;
+
+/// What turns a schema of version `n` into version `n + 1`, from
+/// [`OLDEST_UPGRADED`] on: version 3 added each repository's generated
+/// files, version 4 its module entry files (both empty until its next
+/// push).
+const UPGRADES: [&str; 2] = [
+    "ALTER TABLE quarry_repos
+        ADD COLUMN IF NOT EXISTS generated text[] NOT NULL DEFAULT '{}';
+     UPDATE quarry_schema SET version = 3 WHERE version = 2;",
+    "ALTER TABLE quarry_repos
+        ADD COLUMN IF NOT EXISTS modules text[] NOT NULL DEFAULT '{}';
+     UPDATE quarry_schema SET version = 4 WHERE version = 3;",
+];
 
 /// Dimensions of the hub's vectors: the transformer tier's
 /// (all-MiniLM-L6-v2).
@@ -40,6 +50,7 @@ CREATE TABLE IF NOT EXISTS quarry_repos (
     superseded text[] NOT NULL DEFAULT '{}',
     model text NOT NULL DEFAULT '',
     generated text[] NOT NULL DEFAULT '{}',
+    modules text[] NOT NULL DEFAULT '{}',
     pushed_at timestamptz
 );
 CREATE TABLE IF NOT EXISTS quarry_grants (
@@ -141,20 +152,21 @@ CREATE POLICY quarry_read ON quarry_df FOR SELECT
     USING (repo_id = ANY (ARRAY(SELECT g.repo_id FROM quarry_grants g)));
 "#;
 
-/// Creates the schema if the hub has none, upgrades a version-2 schema
-/// (a pusher's connection, which owns the tables); checks the version
-/// otherwise. A reader's role needs no right to create anything: it only
-/// reads the version.
+/// Creates the schema if the hub has none, upgrades an older schema from
+/// version 2 on (a pusher's connection, which owns the tables) in one
+/// transaction; checks the version otherwise. A reader's role needs no
+/// right to create anything: it only reads the version.
 pub async fn ensure(client: &Client) -> Result<(), HubError> {
     if let Some(found) = version(client).await? {
-        if found == 2 {
-            let tx_sql = format!(
-                "BEGIN; SELECT pg_advisory_xact_lock({CREATE_LOCK}); {UPGRADE_FROM_2} COMMIT;"
-            );
+        if (OLDEST_UPGRADED..VERSION).contains(&found) {
+            let from = usize::try_from(found - OLDEST_UPGRADED).unwrap_or(0);
+            let steps = UPGRADES[from..].concat();
+            let tx_sql =
+                format!("BEGIN; SELECT pg_advisory_xact_lock({CREATE_LOCK}); {steps} COMMIT;");
             if let Err(e) = client.batch_execute(&tx_sql).await {
                 let _ = client.batch_execute("ROLLBACK").await;
                 return Err(HubError::Sql {
-                    context: "upgrading the schema from version 2",
+                    context: "upgrading the schema",
                     source: e,
                 });
             }

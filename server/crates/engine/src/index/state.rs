@@ -233,10 +233,15 @@ pub(super) fn make_snapshot(
                         _ => None,
                     })
             };
-            Arc::new(Layout::of(
-                indexed().map(|(path, _)| path),
-                indexed().filter(|(_, g)| *g).map(|(path, _)| path),
-            ))
+            // The workspace folder's name is the project's.
+            let project = root.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            Arc::new(
+                Layout::of(
+                    indexed().map(|(path, _)| path),
+                    indexed().filter(|(_, g)| *g).map(|(path, _)| path),
+                )
+                .for_project(project),
+            )
         })
         .clone();
     Snapshot {

@@ -207,6 +207,23 @@ pub(crate) fn same_name(a: &str, b: &str) -> bool {
     !short.is_empty() && (short == long || (short.len() >= 5 && long.starts_with(short)))
 }
 
+/// Whether a word of the query is `module` (a module's name,
+/// `layout::module_name`), in any case, singular or plural: `railties`
+/// names `railtie`, `generator` names `generators`. Stems do not count:
+/// "parses" does not name `Parsing`.
+pub(super) fn names_module(query: &QueryFacts, module: &str) -> bool {
+    let name = squash(module);
+    if name.len() < 3 {
+        return false;
+    }
+    let plural =
+        |a: &str, b: &str| a.strip_suffix('s') == Some(b) || a.strip_suffix("es") == Some(b);
+    query
+        .terms
+        .iter()
+        .any(|t| !is_stopword(t) && (*t == name || plural(t, &name) || plural(&name, t)))
+}
+
 /// Lowercase without separators: `GraphStore`, `graph_store` and
 /// `graph-store` are all `graphstore`.
 pub(crate) fn squash(word: &str) -> String {
@@ -214,4 +231,22 @@ pub(crate) fn squash(word: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_module_is_named_in_any_case_and_number_not_by_stem() {
+        let names = |query: &str, module: &str| names_module(&QueryFacts::new(query), module);
+        assert!(names("how generators are registered", "generators"));
+        assert!(names("the generator framework", "generators"));
+        assert!(names("how railties are sorted", "railtie"));
+        assert!(names("Engine middleware", "engine"));
+        assert!(names("each match in a query", "matches"));
+        assert!(!names("how pandoc parses tables", "Parsing"));
+        assert!(!names("engines", "en"));
+        assert!(!names("how the router works", "the"));
+    }
 }

@@ -25,11 +25,12 @@ use super::classes::{
     content_class, path_class, secondary_classes, ContentClass, ContentPenalties, PathClass,
     PathPenalties,
 };
-use super::query_facts::{named_file, same_name, squash, QueryFacts};
+use super::query_facts::{named_file, names_module, same_name, squash, QueryFacts};
 use super::Fused;
 use crate::chunk::ChunkKind;
 use crate::chunk::Language;
 pub use crate::layout::FileMarks;
+use crate::layout::{module_folder, module_name};
 use crate::lexical::stem::stem;
 use crate::lexical::tokenize::tokenize;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -84,6 +85,21 @@ pub struct Signals {
     /// count (`file_names`): every query word raised Swift and Kotlin but
     /// cost Redux (`types/store.ts` for "store creation"). Default 0.5.
     pub file_name: f32,
+    /// For a short query with a word that is a module's name, in any
+    /// case and number (`generators`; `railties` for `railtie.rb`), added
+    /// to the best chunk of the module's entry file
+    /// (`layout::FileMarks::module`: `generators.rb` beside `generators/`):
+    /// `module_file * top / words`, `words` the query's words that are
+    /// not stopwords, so that the module counts as much as the question
+    /// is about it. The file that declares the module and wires its parts
+    /// together answers a question about the module, and the parts'
+    /// chunks, each holding the module's words, crowd it out. Applied
+    /// after every other signal and never past a part (a chunk of a file
+    /// in the module's folder) ranked above it: a question that names a
+    /// module and one of its parts asks for the part. Default 1.5 (0 =
+    /// off; 0.5 without the division by words lifted Rails but cost
+    /// tokio, Plug and pandoc).
+    pub module_file: f32,
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).
     pub file_evidence: f32,
@@ -125,6 +141,7 @@ impl Signals {
             path_match: 0.0,
             path_idf: false,
             file_name: 0.0,
+            module_file: 0.0,
             file_evidence: 0.0,
             classed_lexical: false,
             short_chunk: 1.0,
@@ -152,6 +169,7 @@ impl Default for Signals {
             path_match: 1.5,
             path_idf: true,
             file_name: 0.5,
+            module_file: 1.5,
             file_evidence: 0.0,
             classed_lexical: true,
             short_chunk: 1.0,
@@ -351,6 +369,42 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
             .any(|parts| words.iter().all(|w| parts.contains(w)))
 }
 
+/// How close below its best part a raised module entry file may come.
+const PAST_NO_PART: f32 = 0.999;
+
+/// The best score of a chunk of a part of the module whose entry file is
+/// `module` (a file in its folder) that a query word other than those
+/// naming the entry file names (`path_words`): `model_generator.rb` for
+/// "how the model generator creates files", not for "how generators are
+/// registered".
+fn best_named_part(
+    query: &QueryFacts,
+    fused: &[Fused],
+    chunks: &[Option<ChunkFacts<'_>>],
+    module: &str,
+) -> f32 {
+    let folder = module_folder(module);
+    let entry_words = path_words(query, module);
+    let mut named: FxHashMap<&str, bool> = FxHashMap::default();
+    let mut best = 0.0f32;
+    for (f, chunk) in fused.iter().zip(chunks) {
+        let Some(chunk) = chunk else { continue };
+        let in_folder = chunk.path != module
+            && chunk
+                .path
+                .strip_prefix(folder)
+                .is_some_and(|rest| rest.starts_with('/'));
+        if in_folder
+            && *named
+                .entry(chunk.path)
+                .or_insert_with(|| path_words(query, chunk.path) & !entry_words != 0)
+        {
+            best = best.max(f.score);
+        }
+    }
+    best
+}
+
 /// Applies the signals to `fused` and re-sorts it by score (ties keep
 /// their order). `facts` gives a chunk's path, name, kind and language.
 ///
@@ -372,7 +426,10 @@ pub fn apply<'a>(
     let chunks: Vec<Option<ChunkFacts<'a>>> = fused.iter().map(|f| facts(f.chunk_id)).collect();
     let coherence = signals.file_coherence > 0.0 && top > 0.0;
     let file_name = signals.file_name > 0.0 && top > 0.0 && !query.file_names.is_empty();
-    if coherence || file_name {
+    let module_file = signals.module_file > 0.0 && top > 0.0 && !query.long;
+    // A named module's entry file: its best chunk's position and path.
+    let mut modules: Vec<(usize, &str)> = Vec::new();
+    if coherence || file_name || module_file {
         // Per file: the sum of its scores and its best chunk's position.
         let mut files: FxHashMap<&str, (f32, usize)> = FxHashMap::default();
         for (i, (f, chunk)) in fused.iter().zip(&chunks).enumerate() {
@@ -385,6 +442,18 @@ pub fn apply<'a>(
             }
         }
         let max_sum = files.values().map(|v| v.0).fold(0.0f32, f32::max);
+        // Named modules' entry files, raised last (below).
+        if module_file {
+            modules.extend(
+                files
+                    .iter()
+                    .filter(|(path, (_, best))| {
+                        chunks[*best].as_ref().is_some_and(|c| c.marks.module)
+                            && names_module(query, module_name(path))
+                    })
+                    .map(|(path, (_, best))| (*best, *path)),
+            );
+        }
         for (path, (sum, best)) in files {
             if coherence && max_sum > 0.0 {
                 fused[best].score += signals.file_coherence * top * sum / max_sum;
@@ -454,6 +523,18 @@ pub fn apply<'a>(
             }
         }
         f.score *= factor;
+    }
+    // Last, so that no later signal lifts a named part it was kept below.
+    for (best, module) in modules {
+        let before = fused[best].score;
+        let part = best_named_part(query, fused, &chunks, module);
+        let share = 1.0 / query.word_stems.len().max(1) as f32;
+        let raised = before + signals.module_file * share * top;
+        fused[best].score = if part > before {
+            raised.min(part * PAST_NO_PART).max(before)
+        } else {
+            raised
+        };
     }
     // Stable: equal scores keep the fused tie-break order.
     fused.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -829,6 +910,7 @@ mod tests {
                 marks: FileMarks {
                     superseded: path.contains("_alt/"),
                     generated: false,
+                    module: false,
                 },
             })
         };

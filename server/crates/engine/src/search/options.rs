@@ -192,6 +192,7 @@ impl SearchOptions {
             "config" => signals.content.config = number,
             "path" => signals.path_match = number,
             "file_name" => signals.file_name = number,
+            "module_file" => signals.module_file = number,
             "path_idf" => signals.path_idf = flag,
             "file" => signals.file_evidence = number,
             "classed_lexical" => signals.classed_lexical = flag,

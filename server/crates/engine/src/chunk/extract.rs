@@ -87,6 +87,8 @@ pub(crate) fn extract(
         // Same bytes at the same offsets, minus the lines that only invoke
         // a macro, so names and ranges still come from `text`.
         parse(compiled, &blank_macro_lines(text), None)?
+    } else if grammar.language == Language::CSharp {
+        parse(compiled, &blank_directive_lines(text), None)?
     } else {
         parse(compiled, text, None)?
     };
@@ -100,6 +102,36 @@ pub(crate) fn extract(
     };
     extractor.collect(tree.root_node(), 0);
     Some(extractor.finish(path))
+}
+
+/// `text` with C#'s preprocessor directives (`#if`, `#else`, `#endif`,
+/// `#region`, ...) turned into spaces, code on both sides of an `#if`
+/// kept. The grammar reads a directive between members, but one inside a
+/// declaration (`partial class JsonWriter` / `#if HAVE_ASYNC_DISPOSABLE` /
+/// `: IAsyncDisposable` / `#endif` / `{`) makes it misread the class, and
+/// its members come out inside a scope named after the symbol
+/// (`Newtonsoft.Json.HAVE_ASYNC_DISPOSABLE.WriteTokenAsync`). Byte offsets
+/// do not change.
+pub(crate) fn blank_directive_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut blank: Vec<(usize, usize)> = Vec::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let content = line.trim_end_matches(['\n', '\r']);
+        let indent = content.len() - content.trim_start().len();
+        if content.trim_start().starts_with('#') {
+            blank.push((line_start + indent, line_start + content.len()));
+        }
+        line_start += line.len();
+    }
+    if blank.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.as_bytes().to_vec();
+    for (start, end) in blank {
+        out[start..end].fill(b' ');
+    }
+    // A directive line is replaced whole, so no character is cut.
+    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
 }
 
 /// `text` with C/C++ macros a parser cannot expand turned into spaces:

@@ -631,6 +631,27 @@ fn csharp_file_scoped_namespace() {
     );
 }
 
+#[test]
+fn csharp_preprocessor_lines_inside_a_declaration_keep_its_members_names() {
+    // Newtonsoft.Json's JsonWriter.Async.cs: an `#if` splits the class
+    // header; read as directives, the members landed in a scope named
+    // `HAVE_ASYNC_DISPOSABLE`.
+    check(
+        Language::CSharp,
+        "#if HAVE_ASYNC\nnamespace Quarry.Net\n{\n    public abstract partial class Writer\n#if HAVE_ASYNC_DISPOSABLE\n        : IAsyncDisposable\n#endif\n    {\n        #region Flush\n        public Task FlushAsync() => Task.CompletedTask;\n        #endregion\n    }\n}\n#endif\n",
+        &[
+            ("module", "Quarry.Net", 2, 13),
+            ("class", "Quarry.Net.Writer", 4, 12),
+            ("method", "Quarry.Net.Writer.FlushAsync", 10, 10),
+        ],
+    );
+    let text = "#if X\nclass A {}\n  #endif\r\n";
+    assert_eq!(
+        extract::blank_directive_lines(text),
+        "     \nclass A {}\n        \r\n"
+    );
+}
+
 // ---------------------------------------------------------------- Ruby
 
 #[test]

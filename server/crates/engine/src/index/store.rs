@@ -22,7 +22,10 @@ pub const MANIFEST_MAGIC: &[u8; 4] = b"QMAN";
 /// names with caseless letters or numeric capitals are split again.
 /// 6: each indexed file records whether its header says a tool generated
 /// it (`generated::is_generated`), so every file is read again.
-pub const SCHEMA_VERSION: u32 = 6;
+/// 7: C# files are parsed without their preprocessor lines
+/// (`chunk::extract::blank_directive_lines`), so a class whose header an
+/// `#if` splits keeps its members' names; every file is read again.
+pub const SCHEMA_VERSION: u32 = 7;
 pub const MANIFEST_FILE: &str = "manifest.qman";
 pub const LOCK_FILE: &str = "lock";
 

@@ -94,9 +94,10 @@ pub struct Signals {
     /// is about it. The file that declares the module and wires its parts
     /// together answers a question about the module, and the parts'
     /// chunks, each holding the module's words, crowd it out. Applied
-    /// after every other signal and never past a part (a chunk of a file
-    /// in the module's folder) ranked above it: a question that names a
-    /// module and one of its parts asks for the part. Default 1.5 (0 =
+    /// after every other signal, and never past a part (a chunk of a file
+    /// in the module's folder) that another query word names and that
+    /// ranks above it: a question that names a module and one of its
+    /// parts asks for the part. Default 1.5 (0 =
     /// off; 0.5 without the division by words lifted Rails but cost
     /// tokio, Plug and pandoc).
     pub module_file: f32,
@@ -453,6 +454,8 @@ pub fn apply<'a>(
                     })
                     .map(|(path, (_, best))| (*best, *path)),
             );
+            // In list order, whatever order the map holds them in.
+            modules.sort_unstable();
         }
         for (path, (sum, best)) in files {
             if coherence && max_sum > 0.0 {

@@ -330,7 +330,7 @@ fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded
         String::from_utf8_lossy(&refused.stderr)
     );
     assert!(
-        said.contains("upgrades a hub of version 2 or later"),
+        said.contains("upgrades an older hub, from version 2 on"),
         "{said}"
     );
     push(&ws, &url, "app", "c2", &["--lexical"]);

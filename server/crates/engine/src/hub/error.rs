@@ -23,7 +23,7 @@ pub enum HubError {
         #[source]
         source: tokio_postgres::Error,
     },
-    #[error("hub schema is version {found}; this quarry reads version {expected} (a `quarry push` by this quarry upgrades a hub of version 2 or later in place; otherwise push into a new database, or drop the quarry_* tables and push again, with a matching quarry)")]
+    #[error("hub schema is version {found}; this quarry reads version {expected} (a `quarry push` by this quarry upgrades an older hub, from version 2 on, in place; otherwise push into a new database, or drop the quarry_* tables and push again, with a matching quarry)")]
     Version { found: i32, expected: i32 },
     #[error("hub: {0}")]
     Invalid(String),

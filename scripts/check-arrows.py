@@ -34,7 +34,8 @@ LAYERS = {
         ["static_tier"],
     ],
     "server/crates/engine/src": [
-        ["codec", "cachefile", "priority", "memory", "confine", "layout", "ident"],
+        ["ident"],
+        ["codec", "cachefile", "priority", "memory", "confine", "layout"],
         ["chunk"],
         ["lexical", "walk", "filter", "symbols"],
         ["rank", "dense"],

@@ -3,8 +3,19 @@
 //! (`symbols::fold`) split names by, so that a part the symbol search
 //! matches is a part the lexical index holds.
 //!
-//! Owns: the character classes and the part boundaries.
-//! Never: lowercases, allocates or knows about tokens, queries or indexes.
+//! Owns: the character classes, the part boundaries, and the folded form
+//! names are compared in ([`squash`]).
+//! Never: knows about tokens, queries or indexes; `split_parts` never
+//! lowercases or allocates.
+
+/// Lowercase letters and digits only: `GraphStore`, `graph_store`,
+/// `graph-store` and `zig-clap`'s `zigclap` compare equal this way.
+pub fn squash(word: &str) -> String {
+    word.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
 
 /// What a character is to the splitter. Letters without case (CJK, Arabic,
 /// ...) count as lowercase, so `データBase` splits like `dataBase`.

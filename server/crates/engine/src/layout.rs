@@ -22,6 +22,7 @@
 //! Never: read a file, or mark a folder from its name alone: a `v1/` or
 //! `*_old/` folder counts only when the code it stands beside is there too.
 
+use crate::ident::squash;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Name endings of a folder that is a variant of the sibling folder named
@@ -174,7 +175,7 @@ impl Layout {
                 .any(|(end, _)| self.superseded.contains(&path[..end]))
     }
 
-    /// Both marks of the file at `path` (root-relative).
+    /// The marks of the file at `path` (root-relative).
     pub fn marks(&self, path: &str) -> FileMarks {
         FileMarks {
             superseded: self.is_superseded(path),
@@ -205,23 +206,17 @@ impl Layout {
 
     /// The module entry files, sorted (for a push to a hub and tests).
     pub fn modules(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.modules.iter().map(|s| &**s).collect();
-        out.sort_unstable();
-        out
+        sorted(&self.modules)
     }
 
     /// The generated files, sorted (for a push to a hub and tests).
     pub fn generated(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.generated.iter().map(|s| &**s).collect();
-        out.sort_unstable();
-        out
+        sorted(&self.generated)
     }
 
     /// The superseded folders, sorted (for status and tests).
     pub fn superseded(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.superseded.iter().map(|s| &**s).collect();
-        out.sort_unstable();
-        out
+        sorted(&self.superseded)
     }
 }
 
@@ -240,12 +235,11 @@ pub fn module_folder(path: &str) -> &str {
     &path[..folder.len() + usize::from(!folder.is_empty()) + name.len()]
 }
 
-/// Lowercase letters and digits only (`zig-clap` -> `zigclap`).
-fn squash(word: &str) -> String {
-    word.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
+/// A set of paths as a sorted list.
+fn sorted(set: &FxHashSet<Box<str>>) -> Vec<&str> {
+    let mut out: Vec<&str> = set.iter().map(|s| &**s).collect();
+    out.sort_unstable();
+    out
 }
 
 /// `a/b/c` -> (`a/b`, `c`); `c` -> (``, `c`).

@@ -123,15 +123,8 @@ pub(crate) fn blank_directive_lines(text: &str) -> std::borrow::Cow<'_, str> {
         }
         line_start += line.len();
     }
-    if blank.is_empty() {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = text.as_bytes().to_vec();
-    for (start, end) in blank {
-        out[start..end].fill(b' ');
-    }
     // A directive line is replaced whole, so no character is cut.
-    std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
+    blank_ranges(text, &blank)
 }
 
 /// `text` with C/C++ macros a parser cannot expand turned into spaces:
@@ -143,7 +136,6 @@ pub(crate) fn blank_directive_lines(text: &str) -> std::borrow::Cow<'_, str> {
 /// of the file and lose its definitions. Preprocessor lines are kept.
 /// Byte offsets do not change, so names and ranges still come from `text`.
 pub(crate) fn blank_macro_lines(text: &str) -> std::borrow::Cow<'_, str> {
-    let bytes = text.as_bytes();
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut blank: Vec<(usize, usize)> = Vec::new();
     let mut line_start = 0;
@@ -193,14 +185,20 @@ pub(crate) fn blank_macro_lines(text: &str) -> std::borrow::Cow<'_, str> {
         }
         line_start += line.len();
     }
+    // Only ASCII word bytes are replaced.
+    blank_ranges(text, &blank)
+}
+
+/// `text` with the byte ranges `blank` (on char boundaries) turned into
+/// spaces: the same length, so offsets into it are offsets into `text`.
+fn blank_ranges<'t>(text: &'t str, blank: &[(usize, usize)]) -> std::borrow::Cow<'t, str> {
     if blank.is_empty() {
         return std::borrow::Cow::Borrowed(text);
     }
-    let mut out = bytes.to_vec();
-    for (start, end) in blank {
+    let mut out = text.as_bytes().to_vec();
+    for &(start, end) in blank {
         out[start..end].fill(b' ');
     }
-    // Only ASCII word bytes were replaced by spaces.
     std::borrow::Cow::Owned(String::from_utf8(out).unwrap_or_else(|_| text.to_string()))
 }
 

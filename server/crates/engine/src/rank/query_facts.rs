@@ -5,6 +5,7 @@
 //!
 //! Never: look at an index or a chunk.
 
+pub(crate) use crate::ident::squash;
 use crate::lexical::stem::stem;
 use crate::lexical::tokenize::{is_code_word, is_stopword, tokenize};
 use rustc_hash::FxHashSet;
@@ -222,15 +223,6 @@ pub(super) fn names_module(query: &QueryFacts, module: &str) -> bool {
         .terms
         .iter()
         .any(|t| !is_stopword(t) && (*t == name || plural(t, &name) || plural(&name, t)))
-}
-
-/// Lowercase without separators: `GraphStore`, `graph_store` and
-/// `graph-store` are all `graphstore`.
-pub(crate) fn squash(word: &str) -> String {
-    word.chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect()
 }
 
 #[cfg(test)]

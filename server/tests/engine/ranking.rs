@@ -713,3 +713,39 @@ fn a_question_about_a_module_finds_its_entry_file_and_one_about_a_part_the_part(
     let hits = files("how the model generator creates model files", &options);
     assert_eq!(hits[0], "lib/generators/model_generator.rb", "{hits:?}");
 }
+
+/// A C# type split over files named after it: `Mapper.cs` holds the class
+/// and its main API, each `Mapper.<Concern>.cs` one concern.
+fn split_type_workspace() -> Workspace {
+    let ws = Workspace::empty();
+    ws.write(
+        "src/Mapper.cs",
+        "namespace Orm {\n    public static partial class Mapper {\n        /// Runs the query and maps each row's columns to the properties of T.\n        public static IEnumerable<T> Query<T>(IDbConnection cnn, string sql) {\n            using var reader = cnn.ExecuteReader(sql);\n            while (reader.Read()) yield return Materialize<T>(reader);\n        }\n    }\n}\n",
+    );
+    ws.write(
+        "src/Mapper.Columns.cs",
+        "namespace Orm {\n    public static partial class Mapper {\n        /// Finds the property a column maps to, by name.\n        public static PropertyInfo ColumnProperty(Type type, string column) {\n            return type.GetProperty(column, BindingFlags.IgnoreCase);\n        }\n    }\n}\n",
+    );
+    // Its tests are no part of it.
+    ws.write(
+        "src/Mapper.test.cs",
+        "public class MapperTests {\n    public void MapsColumnsToProperties() { Mapper.Query<Row>(cnn, sql); }\n}\n",
+    );
+    ws
+}
+
+#[test]
+fn a_question_about_a_split_type_finds_its_home_file() {
+    let ws = split_type_workspace();
+    let options = SearchOptions {
+        limit: 10,
+        ..SearchOptions::default()
+    };
+    let query = "how rows are mapped to object properties by column name";
+    let first = |options: &SearchOptions| run(&ws, query, options)[0].0.clone();
+    assert_eq!(first(&options), "src/Mapper.cs");
+    // Without the signal the part whose one method repeats the words wins.
+    let mut off = options.clone();
+    off.tune("home_file", "1").expect("knob");
+    assert_eq!(first(&off), "src/Mapper.Columns.cs");
+}

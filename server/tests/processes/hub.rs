@@ -243,7 +243,7 @@ fn a_one_file_change_pushes_only_that_file() {
 }
 
 #[test]
-fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
+fn generated_module_and_home_files_travel_with_a_push_and_a_version_2_hub_is_upgraded() {
     let Some(pg) = Postgres::start() else { return };
     let ws = Workspace::fixture();
     let url = pg.url();
@@ -265,10 +265,23 @@ fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded
         "src/shards/placement.rs",
         "/// Shards keys over slots.\npub fn slot(key: u64) -> usize { (key % 7) as usize }\n",
     );
+    // A type split over files named after it: its home file and a part.
+    ws.write(
+        "src/Ledger.cs",
+        "public static partial class Ledger {\n    /// Posts an entry to the ledger and balances its accounts.\n    public static void Post(Entry entry) { Balance(entry.Accounts); }\n}\n",
+    );
+    ws.write(
+        "src/Ledger.Accounts.cs",
+        "public static partial class Ledger {\n    /// Balances the accounts an entry touches.\n    static void Balance(Account[] accounts) { }\n}\n",
+    );
     push(&ws, &url, "app", "c1", &["--lexical"]);
     assert_eq!(
         pg.sql("SELECT array_to_string(generated, ',') FROM quarry_repos WHERE name = 'app'"),
         "src/rebalance_pb.rs"
+    );
+    assert_eq!(
+        pg.sql("SELECT array_to_string(homes, ',') FROM quarry_repos WHERE name = 'app'"),
+        "src/Ledger.cs"
     );
     assert_eq!(
         pg.sql("SELECT array_to_string(modules, ',') FROM quarry_repos WHERE name = 'app'"),
@@ -313,10 +326,32 @@ fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded
     };
     assert_eq!(first(&[]), "src/shards.rs");
     assert_eq!(first(&["--hub", &url]), "src/shards.rs");
-    // A hub a version-2 quarry made (no `generated` or `modules` column)
-    // is upgraded by the next push, and its repositories keep their rows.
+    // The split type's home file first, here and there; a part without
+    // the signal.
+    let ledger = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["search", "how accounts are balanced", "--json", "--lexical"];
+        args.extend_from_slice(extra);
+        let value: Value = serde_json::from_str(&succeed(quarry(&ws, &args))).expect("json");
+        let mut files: Vec<String> = Vec::new();
+        for hit in value["hits"].as_array().expect("hits") {
+            let path = hit["path"].as_str().unwrap_or("").to_string();
+            if path.contains("Ledger") && !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        files
+    };
+    eprintln!(
+        "{:?} {:?} {:?}",
+        ledger(&[]),
+        ledger(&["--rank", "home_file=1"]),
+        ledger(&["--hub", &url])
+    );
+    // A hub a version-2 quarry made (no `generated`, `modules` or `homes`
+    // column) is upgraded by the next push, and its repositories keep
+    // their rows.
     pg.sql(
-        "ALTER TABLE quarry_repos DROP COLUMN generated, DROP COLUMN modules;
+        "ALTER TABLE quarry_repos DROP COLUMN generated, DROP COLUMN modules, DROP COLUMN homes;
          UPDATE quarry_schema SET version = 2",
     );
     // A search (a reader) is refused, told that a push upgrades it.
@@ -334,13 +369,14 @@ fn generated_and_module_files_travel_with_a_push_and_a_version_2_hub_is_upgraded
         "{said}"
     );
     push(&ws, &url, "app", "c2", &["--lexical"]);
-    assert_eq!(pg.sql("SELECT version FROM quarry_schema"), "4");
+    assert_eq!(pg.sql("SELECT version FROM quarry_schema"), "5");
     assert_eq!(
         pg.sql(
             "SELECT array_to_string(generated, ',') || ';' || array_to_string(modules, ',')
+                 || ';' || array_to_string(homes, ',')
              FROM quarry_repos WHERE name = 'app'"
         ),
-        "src/rebalance_pb.rs;src/shards.rs"
+        "src/rebalance_pb.rs;src/shards.rs;src/Ledger.cs"
     );
 }
 

@@ -19,6 +19,12 @@
 //! own entry (`mod.rs`, `__init__.py`, `index.ts`) is not one: raised the
 //! same way, tokio's, Flask's and lazy.nvim's cost more than Rails gained.
 //!
+//! A split type's home file (`SqlMapper.cs` beside `SqlMapper.Async.cs`
+//! and `SqlMapper.GridReader.cs`: a C# partial class; Swift's
+//! `CORSMiddleware.swift` beside `CORSMiddleware+Configuration.swift`)
+//! declares the type and holds its main API, each part one concern:
+//! ranking raises it (`rank::signals::Signals::home_file`).
+//!
 //! Never: read a file, or mark a folder from its name alone: a `v1/` or
 //! `*_old/` folder counts only when the code it stands beside is there too.
 
@@ -57,9 +63,14 @@ pub struct FileMarks {
     /// folder of the same name beside it (`generators.rb` beside
     /// `generators/`).
     pub module: bool,
+    /// It is the home file of a type or module split over several files
+    /// beside it, each named after it (`SqlMapper.cs` beside
+    /// `SqlMapper.Async.cs` and `SqlMapper.GridReader.cs`).
+    pub home: bool,
 }
 
-/// The superseded folders and generated files of one workspace.
+/// The superseded folders, generated files, module entry files and split
+/// types' home files of one workspace.
 #[derive(Debug)]
 pub struct Layout {
     /// Root-relative folder paths, without a trailing `/`.
@@ -68,6 +79,9 @@ pub struct Layout {
     generated: FxHashSet<Box<str>>,
     /// Root-relative paths of module entry files (`FileMarks::module`).
     modules: FxHashSet<Box<str>>,
+    /// Root-relative paths of the home files of split types
+    /// (`FileMarks::home`).
+    homes: FxHashSet<Box<str>>,
 }
 
 impl Layout {
@@ -81,7 +95,12 @@ impl Layout {
     ///
     /// A file is a module's entry file when it is named like a folder
     /// beside it, with one extension (`generators.rb` and `generators/`;
-    /// `Markdown.test.hs` is not `Markdown/`'s).
+    /// `Markdown.test.hs` is not `Markdown/`'s). A file is the home of a
+    /// split type when it is `X.ext` and the same folder holds a part
+    /// `X.<more>.ext` (`SqlMapper.cs` and `SqlMapper.Async.cs`; C#'s
+    /// partial classes, a TypeScript module and its `.types.ts`); tests,
+    /// declarations and minified copies (`X.test.ts`, `X.d.ts`,
+    /// `X.min.js`) are not parts.
     ///
     /// `generated` are the indexed files the index found generated.
     pub fn of<'a>(
@@ -118,14 +137,21 @@ impl Layout {
         };
         let mut superseded = FxHashSet::default();
         let mut modules: FxHashSet<Box<str>> = FxHashSet::default();
+        let mut homes: FxHashSet<Box<str>> = FxHashSet::default();
         for (folder, names) in &files {
             let subfolders = folders.get(folder);
+            // (stem, extension) of the parts in this folder.
+            let parts: FxHashSet<(&str, &str)> = names.iter().filter_map(|f| part_of(f)).collect();
             for file in names {
-                let beside = file.split_once('.').is_some_and(|(stem, ext)| {
-                    !ext.contains('.') && subfolders.is_some_and(|f| f.contains(stem))
-                });
-                if beside {
+                let Some((stem, ext)) = file.split_once('.').filter(|(_, ext)| !ext.contains('.'))
+                else {
+                    continue;
+                };
+                if subfolders.is_some_and(|f| f.contains(stem)) {
                     modules.insert(join(folder, file).into_boxed_str());
+                }
+                if parts.contains(&(stem, ext)) {
+                    homes.insert(join(folder, file).into_boxed_str());
                 }
             }
         }
@@ -146,8 +172,9 @@ impl Layout {
         }
         Layout {
             superseded,
-            generated: generated.into_iter().map(Box::from).collect(),
+            generated: boxed(generated),
             modules,
+            homes,
         }
     }
 
@@ -181,6 +208,7 @@ impl Layout {
             superseded: self.is_superseded(path),
             generated: self.is_generated(path),
             module: self.modules.contains(path),
+            home: self.homes.contains(path),
         }
     }
 
@@ -189,24 +217,32 @@ impl Layout {
         self.generated.contains(path)
     }
 
-    /// A layout whose superseded folders, generated files and module
-    /// entry files are already known (read off the whole repository when
-    /// it was pushed to a hub).
+    /// A layout whose superseded folders, generated files, module entry
+    /// files and home files are already known (read off the whole
+    /// repository when it was pushed to a hub).
     pub fn known<'a>(
         folders: impl IntoIterator<Item = &'a str>,
         generated: impl IntoIterator<Item = &'a str>,
         modules: impl IntoIterator<Item = &'a str>,
+        homes: impl IntoIterator<Item = &'a str>,
     ) -> Layout {
         Layout {
-            superseded: folders.into_iter().map(Box::from).collect(),
-            generated: generated.into_iter().map(Box::from).collect(),
-            modules: modules.into_iter().map(Box::from).collect(),
+            superseded: boxed(folders),
+            generated: boxed(generated),
+            modules: boxed(modules),
+            homes: boxed(homes),
         }
     }
 
     /// The module entry files, sorted (for a push to a hub and tests).
     pub fn modules(&self) -> Vec<&str> {
         sorted(&self.modules)
+    }
+
+    /// The home files of split types, sorted (for a push to a hub and
+    /// tests).
+    pub fn homes(&self) -> Vec<&str> {
+        sorted(&self.homes)
     }
 
     /// The generated files, sorted (for a push to a hub and tests).
@@ -233,6 +269,35 @@ pub fn module_folder(path: &str) -> &str {
     let folder = split_last(path).0;
     let name = module_name(path);
     &path[..folder.len() + usize::from(!folder.is_empty()) + name.len()]
+}
+
+/// Middle names that make `X.<middle>.ext` something other than a part of
+/// `X.ext`: its tests, its type declarations, a minified or mock copy.
+const NOT_PARTS: [&str; 14] = [
+    "test", "tests", "spec", "specs", "stories", "story", "d", "min", "mock", "mocks", "bench",
+    "e2e", "snap", "fixture",
+];
+
+/// `(X, ext)` for a part `X.<middle>.ext` of a split type's home file
+/// `X.ext`, or `X+<middle>.ext` (Swift's and Objective-C's file of
+/// extensions to `X`); `None` for another file name or a middle in
+/// `NOT_PARTS`.
+fn part_of(file: &str) -> Option<(&str, &str)> {
+    let split = file.find(['.', '+'])?;
+    let (stem, rest) = (&file[..split], &file[split + 1..]);
+    let (middle, ext) = rest.rsplit_once('.')?;
+    let counts = !stem.is_empty()
+        && !middle.is_empty()
+        && !ext.is_empty()
+        && middle
+            .split(['.', '+'])
+            .all(|m| !NOT_PARTS.contains(&m.to_ascii_lowercase().as_str()));
+    counts.then_some((stem, ext))
+}
+
+/// A list of paths as a set.
+fn boxed<'a>(paths: impl IntoIterator<Item = &'a str>) -> FxHashSet<Box<str>> {
+    paths.into_iter().map(Box::from).collect()
 }
 
 /// A set of paths as a sorted list.
@@ -387,7 +452,43 @@ mod tests {
         assert!(layout.is_generated("api/pb/user.pb.go"));
         assert!(!layout.is_generated("api/user.go"));
         assert!(!layout.is_generated("api/pb"));
-        let known = Layout::known([], layout.generated(), []);
+        let known = Layout::known([], layout.generated(), [], []);
         assert_eq!(known.generated(), ["api/pb/user.pb.go"]);
+    }
+
+    #[test]
+    fn a_file_named_like_the_parts_beside_it_is_their_home() {
+        let layout = Layout::of(
+            [
+                "Dapper/SqlMapper.cs",
+                "Dapper/SqlMapper.Async.cs",
+                "Dapper/SqlMapper.GridReader.Async.cs",
+                "Sources/CORSMiddleware.swift",
+                "Sources/CORSMiddleware+Configuration.swift",
+                // Tests, declarations and minified copies are no parts.
+                "src/store.ts",
+                "src/store.test.ts",
+                "src/store.d.ts",
+                "web/app.js",
+                "web/app.min.js",
+                // A part needs its home in the same folder, with the same extension.
+                "Dapper/Other/Reader.Async.cs",
+                "src/view.ts",
+                "src/view.styles.css",
+            ],
+            [],
+        );
+        assert_eq!(
+            layout.homes(),
+            ["Dapper/SqlMapper.cs", "Sources/CORSMiddleware.swift"]
+        );
+        assert!(layout.marks("Dapper/SqlMapper.cs").home);
+        assert!(!layout.marks("Dapper/SqlMapper.Async.cs").home);
+        // The hub's copy of the layout marks the same files.
+        let known = Layout::known([], [], [], layout.homes());
+        assert_eq!(
+            known.marks("Dapper/SqlMapper.cs"),
+            layout.marks("Dapper/SqlMapper.cs")
+        );
     }
 }

@@ -46,6 +46,8 @@ pub(super) struct Repo {
     pub(super) generated: Vec<String>,
     /// Its module entry files (`layout::FileMarks::module`).
     pub(super) modules: Vec<String>,
+    /// The home files of its split types (`layout::FileMarks::home`).
+    pub(super) homes: Vec<String>,
     pub(super) model: String,
 }
 
@@ -100,7 +102,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
                 .client
                 .query(
                     "SELECT id, name, commit_id, n_docs, field_len_sums, superseded, model,
-                            generated, modules
+                            generated, modules, homes
                      FROM quarry_repos WHERE name LIKE ANY($1) ORDER BY name",
                     &[patterns],
                 )
@@ -119,6 +121,7 @@ pub(super) async fn choose_repos(hubs: &[Hub], scope: &RepoScope) -> Result<Vec<
                         model: r.get(6),
                         generated: r.get(7),
                         modules: r.get(8),
+                        homes: r.get(9),
                     })
                     .collect::<Vec<_>>(),
             )
@@ -456,10 +459,12 @@ pub(super) fn assemble(
     };
     let superseded = shown_all(|r| &r.superseded);
     let (generated, modules) = (shown_all(|r| &r.generated), shown_all(|r| &r.modules));
+    let homes = shown_all(|r| &r.homes);
     let layout = Layout::known(
         superseded.iter().map(String::as_str),
         generated.iter().map(String::as_str),
         modules.iter().map(String::as_str),
+        homes.iter().map(String::as_str),
     );
     let snapshot = Snapshot::assemble(
         PathBuf::new(),

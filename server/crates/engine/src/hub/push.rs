@@ -356,11 +356,12 @@ pub async fn push(
         .collect();
     // text[] parameters straight from the layout's sorted lists.
     let layout = &snapshot.layout;
-    let (superseded, generated, modules) =
-        (layout.superseded(), layout.generated(), layout.modules());
+    let (superseded, generated) = (layout.superseded(), layout.generated());
+    let (modules, homes) = (layout.modules(), layout.homes());
     tx.execute(
         "UPDATE quarry_repos SET commit_id = $2, n_docs = $3, field_len_sums = $4,
-             superseded = $5, model = $6, generated = $7, modules = $8, pushed_at = now()
+             superseded = $5, model = $6, generated = $7, modules = $8,
+             homes = $9, pushed_at = now()
          WHERE id = $1",
         &[
             &repo_id,
@@ -371,6 +372,7 @@ pub async fn push(
             &model,
             &generated,
             &modules,
+            &homes,
         ],
     )
     .await

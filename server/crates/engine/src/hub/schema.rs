@@ -9,22 +9,25 @@ use super::error::{sql, HubError};
 use tokio_postgres::Client;
 
 /// Bumped whenever a table, index or policy changes meaning.
-pub const VERSION: i32 = 4;
+pub const VERSION: i32 = 5;
 
 /// The oldest schema a pusher's connection upgrades in place.
 const OLDEST_UPGRADED: i32 = 2;
 
 /// What turns a schema of version `n` into version `n + 1`, from
 /// [`OLDEST_UPGRADED`] on: version 3 added each repository's generated
-/// files, version 4 its module entry files (both empty until its next
-/// push).
-const UPGRADES: [&str; 2] = [
+/// files, version 4 its module entry files, version 5 the home files of
+/// its split types (each empty until its next push).
+const UPGRADES: [&str; 3] = [
     "ALTER TABLE quarry_repos
         ADD COLUMN IF NOT EXISTS generated text[] NOT NULL DEFAULT '{}';
      UPDATE quarry_schema SET version = 3 WHERE version = 2;",
     "ALTER TABLE quarry_repos
         ADD COLUMN IF NOT EXISTS modules text[] NOT NULL DEFAULT '{}';
      UPDATE quarry_schema SET version = 4 WHERE version = 3;",
+    "ALTER TABLE quarry_repos
+        ADD COLUMN IF NOT EXISTS homes text[] NOT NULL DEFAULT '{}';
+     UPDATE quarry_schema SET version = 5 WHERE version = 4;",
 ];
 
 /// Dimensions of the hub's vectors: the transformer tier's
@@ -51,6 +54,7 @@ CREATE TABLE IF NOT EXISTS quarry_repos (
     model text NOT NULL DEFAULT '',
     generated text[] NOT NULL DEFAULT '{}',
     modules text[] NOT NULL DEFAULT '{}',
+    homes text[] NOT NULL DEFAULT '{}',
     pushed_at timestamptz
 );
 CREATE TABLE IF NOT EXISTS quarry_grants (

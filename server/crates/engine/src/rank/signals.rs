@@ -101,6 +101,14 @@ pub struct Signals {
     /// off; 0.5 without the division by words lifted Rails but cost
     /// tokio, Plug and pandoc).
     pub module_file: f32,
+    /// Multiplier for the chunks of a split type's home file
+    /// (`layout::FileMarks::home`: `SqlMapper.cs` beside
+    /// `SqlMapper.Async.cs`, `SqlMapper.GridReader.cs`, ...). The file the
+    /// type is named after declares it and holds its main API; its parts
+    /// each add one concern, and a question about what the type does is
+    /// answered in the home file more often than in the part whose one
+    /// method repeats the question's words. 1 = off.
+    pub home_file: f32,
     /// Weight of whole-file lexical evidence added to each chunk's own
     /// BM25 score in the lexical branch (0 = off).
     pub file_evidence: f32,
@@ -143,6 +151,7 @@ impl Signals {
             path_idf: false,
             file_name: 0.0,
             module_file: 0.0,
+            home_file: 1.0,
             file_evidence: 0.0,
             classed_lexical: false,
             short_chunk: 1.0,
@@ -171,6 +180,7 @@ impl Default for Signals {
             path_idf: true,
             file_name: 0.5,
             module_file: 1.5,
+            home_file: 1.3,
             file_evidence: 0.0,
             classed_lexical: true,
             short_chunk: 1.0,
@@ -504,6 +514,9 @@ pub fn apply<'a>(
         // __init__.py` holds every model field).
         if path.barrel && !chunk.kind.has_body() {
             factor *= signals.penalties.barrel;
+        }
+        if chunk.marks.home {
+            factor *= signals.home_file;
         }
         if signals.definition != 1.0 && defines(query, chunk) {
             let sharers = if definers.is_empty() {
@@ -912,8 +925,7 @@ mod tests {
                 lines: 10,
                 marks: FileMarks {
                     superseded: path.contains("_alt/"),
-                    generated: false,
-                    module: false,
+                    ..FileMarks::default()
                 },
             })
         };

@@ -137,7 +137,7 @@ impl SearchOptions {
     /// `definition`, `shared_definitions` (0/1), `symbol_query`, `prose_dense`, `test`, `vendored`,
     /// `generated`, `minified`, `example`, `barrel`, `compat`,
     /// `declaration`, `superseded`, `coherence`, `stems` (0/1), `docs`,
-    /// `config`, `path`, `path_idf` (0/1), `file_name`, `file`, `classed_lexical` (0/1), `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
+    /// `config`, `path`, `path_idf` (0/1), `file_name`, `module_file`, `home_file`, `file`, `classed_lexical` (0/1), `short`, `outside`, `frames`, `bm25.k1`, `bm25.FIELD.w|b` with FIELD one
     /// of name, qualified, path, doc, body.
     pub fn tune(&mut self, key: &str, value: &str) -> Result<(), String> {
         let number: f32 = value
@@ -193,6 +193,7 @@ impl SearchOptions {
             "path" => signals.path_match = number,
             "file_name" => signals.file_name = number,
             "module_file" => signals.module_file = number,
+            "home_file" => signals.home_file = number,
             "path_idf" => signals.path_idf = flag,
             "file" => signals.file_evidence = number,
             "classed_lexical" => signals.classed_lexical = flag,

@@ -28,8 +28,8 @@ pub struct SearchArgs {
     pub filter: FilterArgs,
     /// At most N hits from one file before every other file's hits get
     /// a turn (its further hits come after them); 0, the default, sets
-    /// no cap. Either way, over the first 7 places the n-th hit of a
-    /// file counts 0.85^(n-1) of its score (`--rank saturation=0` turns
+    /// no cap. Either way, over the first 5 places the n-th hit of a
+    /// file counts 0.7^(n-1) of its score (`--rank saturation=0` turns
     /// that off, `--rank head=N` moves the line).
     #[arg(long, default_value_t = 0)]
     pub per_file_cap: usize,

@@ -97,8 +97,9 @@ impl Layout {
     /// beside it, with one extension (`generators.rb` and `generators/`;
     /// `Markdown.test.hs` is not `Markdown/`'s). A file is the home of a
     /// split type when it is `X.ext` and the same folder holds a part
-    /// `X.<more>.ext` (`SqlMapper.cs` and `SqlMapper.Async.cs`; C#'s
-    /// partial classes, a TypeScript module and its `.types.ts`); tests,
+    /// `X.<more>.ext` or `X+<more>.ext` (`SqlMapper.cs` and
+    /// `SqlMapper.Async.cs`, C#'s partial classes; a TypeScript module and
+    /// its `.types.ts`; Swift's `CORSMiddleware+Configuration.swift`); tests,
     /// declarations and minified copies (`X.test.ts`, `X.d.ts`,
     /// `X.min.js`) are not parts.
     ///
@@ -291,7 +292,7 @@ fn part_of(file: &str) -> Option<(&str, &str)> {
         && !ext.is_empty()
         && middle
             .split(['.', '+'])
-            .all(|m| !NOT_PARTS.contains(&m.to_ascii_lowercase().as_str()));
+            .all(|m| !m.is_empty() && !NOT_PARTS.contains(&m.to_ascii_lowercase().as_str()));
     counts.then_some((stem, ext))
 }
 
@@ -475,6 +476,9 @@ mod tests {
                 "Dapper/Other/Reader.Async.cs",
                 "src/view.ts",
                 "src/view.styles.css",
+                // A name with a `+` of its own is no part (`c++.h`).
+                "include/c.h",
+                "include/c++.h",
             ],
             [],
         );

@@ -60,7 +60,7 @@ pub struct SearchCodeArgs {
     pub kind: Option<String>,
     /// Spread hits over files (default: true, but false for a pasted text
     /// of 12 words or more on several lines, such as an issue, which is
-    /// usually about several functions of one file): in the first seven places a file's
+    /// usually about several functions of one file): in the first five places a file's
     /// second and later hits count less, so more files show; later places
     /// go by score. Set false to rank by score alone when looking for one
     /// definition among similar ones in a file (a doc-comment-like

@@ -289,64 +289,39 @@ fn generated_module_and_home_files_travel_with_a_push_and_a_version_2_hub_is_upg
     );
     // The hub ranks it as the local index does: below the written one.
     let order = |extra: &[&str]| -> Vec<String> {
-        let mut args = vec![
-            "search",
-            "rebalances the shards of a store",
-            "--json",
-            "--lexical",
-            "--limit",
-            "50",
-        ];
-        args.extend_from_slice(extra);
-        let value: Value = serde_json::from_str(&succeed(quarry(&ws, &args))).expect("json");
-        let mut files: Vec<String> = Vec::new();
-        for hit in value["hits"].as_array().expect("hits") {
-            let path = hit["path"].as_str().unwrap_or("");
-            let file = path.rsplit('/').next().unwrap_or(path).to_string();
-            if path.starts_with("src/rebalance") && !files.contains(&file) {
-                files.push(file);
-            }
-        }
-        files
+        let mut extra = extra.to_vec();
+        extra.extend(["--limit", "50"]);
+        let paths = search_paths(&ws, "rebalances the shards of a store", &extra);
+        distinct(
+            paths
+                .iter()
+                .filter(|path| path.starts_with("src/rebalance"))
+                .map(|path| path.rsplit('/').next().unwrap_or(path).to_string()),
+        )
     };
     let local = order(&[]);
     assert_eq!(local, ["rebalance.rs", "rebalance_pb.rs"]);
     assert_eq!(order(&["--hub", &url]), local);
     // A question about the module: its entry file first, here and there.
     let first = |extra: &[&str]| -> String {
-        let mut args = vec![
-            "search",
-            "how are keys placed on shards",
-            "--json",
-            "--lexical",
-        ];
-        args.extend_from_slice(extra);
-        let value: Value = serde_json::from_str(&succeed(quarry(&ws, &args))).expect("json");
-        value["hits"][0]["path"].as_str().unwrap_or("").to_string()
+        let paths = search_paths(&ws, "how are keys placed on shards", extra);
+        paths.into_iter().next().unwrap_or_default()
     };
     assert_eq!(first(&[]), "src/shards.rs");
     assert_eq!(first(&["--hub", &url]), "src/shards.rs");
     // The split type's home file first, here and there; a part without
     // the signal.
     let ledger = |extra: &[&str]| -> Vec<String> {
-        let mut args = vec!["search", "how accounts are balanced", "--json", "--lexical"];
-        args.extend_from_slice(extra);
-        let value: Value = serde_json::from_str(&succeed(quarry(&ws, &args))).expect("json");
-        let mut files: Vec<String> = Vec::new();
-        for hit in value["hits"].as_array().expect("hits") {
-            let path = hit["path"].as_str().unwrap_or("").to_string();
-            if path.contains("Ledger") && !files.contains(&path) {
-                files.push(path);
-            }
-        }
-        files
+        let paths = search_paths(&ws, "how accounts are balanced", extra);
+        distinct(paths.into_iter().filter(|path| path.contains("Ledger")))
     };
-    eprintln!(
-        "{:?} {:?} {:?}",
-        ledger(&[]),
+    let local = ledger(&[]);
+    assert_eq!(local, ["src/Ledger.cs", "src/Ledger.Accounts.cs"]);
+    assert_eq!(
         ledger(&["--rank", "home_file=1"]),
-        ledger(&["--hub", &url])
+        ["src/Ledger.Accounts.cs", "src/Ledger.cs"]
     );
+    assert_eq!(ledger(&["--hub", &url]), local);
     // A hub a version-2 quarry made (no `generated`, `modules` or `homes`
     // column) is upgraded by the next push, and its repositories keep
     // their rows.
@@ -735,6 +710,31 @@ fn a_hub_that_is_down_leaves_search_to_the_local_index_and_push_fails_clearly() 
     let value: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(value["repos"], 1, "{out}");
     assert!(!value["hits"].as_array().expect("hits").is_empty());
+}
+
+/// The path of every hit of a lexical search of `query` from the
+/// workspace (`extra`: `--hub URL`, `--rank KEY=VALUE`...), best first.
+fn search_paths(ws: &Workspace, query: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["search", query, "--json", "--lexical"];
+    args.extend_from_slice(extra);
+    let value: Value = serde_json::from_str(&succeed(quarry(ws, &args))).expect("json");
+    value["hits"]
+        .as_array()
+        .expect("hits")
+        .iter()
+        .map(|h| h["path"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Each item once, where it first comes.
+fn distinct(items: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
 }
 
 /// (path, name, local) of every hit of a hub search of `query` from the

@@ -27,9 +27,9 @@ use std::cell::RefCell;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tree_sitter::{Node, Parser, Point, QueryCursor, QueryMatch, Range, StreamingIterator, Tree};
 
-use super::lang::{Compiled, DocComments, Grammar, Role};
+use super::lang::{Blank, Compiled, DocComments, Grammar, Role};
 use super::text::{clamp_to_char_boundary, collapse_whitespace};
-use super::types::{Chunk, ChunkKind, Language};
+use super::types::{Chunk, ChunkKind};
 
 /// Longest signature kept, in characters.
 const MAX_SIGNATURE_CHARS: usize = 300;
@@ -83,14 +83,12 @@ pub(crate) fn extract(
     options: Options,
 ) -> Option<Vec<Chunk>> {
     let compiled = grammar.compiled()?;
-    let tree = if matches!(grammar.language, Language::C | Language::Cpp) {
-        // Same bytes at the same offsets, minus the lines that only invoke
-        // a macro, so names and ranges still come from `text`.
-        parse(compiled, &blank_macro_lines(text), None)?
-    } else if grammar.language == Language::CSharp {
-        parse(compiled, &blank_directive_lines(text), None)?
-    } else {
-        parse(compiled, text, None)?
+    // Same bytes at the same offsets, minus the lines the grammar would
+    // misread, so names and ranges still come from `text`.
+    let tree = match grammar.blank {
+        Blank::Nothing => parse(compiled, text, None)?,
+        Blank::Macros => parse(compiled, &blank_macro_lines(text), None)?,
+        Blank::Directives => parse(compiled, &blank_directive_lines(text), None)?,
     };
     let mut extractor = Extractor {
         grammar,

@@ -214,6 +214,20 @@ pub(crate) struct Grammar {
     /// Whether consecutive definitions of one name are one definition:
     /// the equations of a Haskell function, the clauses of an Elixir one.
     pub(crate) merge_clauses: bool,
+    /// Lines turned into spaces before the parse (offsets kept), which
+    /// the grammar would otherwise misread.
+    pub(crate) blank: Blank,
+}
+
+/// Which lines a grammar parses as spaces (see `chunk::extract`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Blank {
+    Nothing,
+    /// C/C++ macro invocations a parser cannot expand
+    /// (`extract::blank_macro_lines`).
+    Macros,
+    /// C#'s preprocessor directives (`extract::blank_directive_lines`).
+    Directives,
 }
 
 const CLASS_LIKE: &[ChunkKind] = &[
@@ -259,6 +273,7 @@ const PLAIN: Grammar = Grammar {
     max_depth: DEFAULT_MAX_DEPTH,
     nested_functions: true,
     merge_clauses: false,
+    blank: Blank::Nothing,
 };
 
 static GRAMMARS: [Grammar; 20] = [
@@ -323,6 +338,7 @@ static GRAMMARS: [Grammar; 20] = [
         query_sources: &[C_QUERY],
         qualify: Qualify::Colons,
         nested_functions: false,
+        blank: Blank::Macros,
         ..PLAIN
     },
     Grammar {
@@ -331,6 +347,7 @@ static GRAMMARS: [Grammar; 20] = [
         query_sources: &[C_QUERY, include_str!("queries/cpp.scm")],
         qualify: Qualify::Colons,
         nested_functions: false,
+        blank: Blank::Macros,
         ..PLAIN
     },
     Grammar {
@@ -338,6 +355,7 @@ static GRAMMARS: [Grammar; 20] = [
         ts_language: || tree_sitter_c_sharp::LANGUAGE.into(),
         query_sources: &[include_str!("queries/csharp.scm")],
         qualify: Qualify::Dot,
+        blank: Blank::Directives,
         ..PLAIN
     },
     Grammar {

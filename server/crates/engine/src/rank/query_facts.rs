@@ -5,7 +5,7 @@
 //!
 //! Never: look at an index or a chunk.
 
-pub(crate) use crate::ident::squash;
+use crate::ident::squash;
 use crate::lexical::stem::stem;
 use crate::lexical::tokenize::{is_code_word, is_stopword, tokenize};
 use rustc_hash::FxHashSet;

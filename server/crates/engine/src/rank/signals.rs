@@ -25,10 +25,11 @@ use super::classes::{
     content_class, path_class, secondary_classes, ContentClass, ContentPenalties, PathClass,
     PathPenalties,
 };
-use super::query_facts::{named_file, names_module, same_name, squash, QueryFacts};
+use super::query_facts::{named_file, names_module, same_name, QueryFacts};
 use super::Fused;
 use crate::chunk::ChunkKind;
 use crate::chunk::Language;
+use crate::ident::squash;
 pub use crate::layout::FileMarks;
 use crate::layout::{module_folder, module_name};
 use crate::lexical::stem::stem;

@@ -8,8 +8,9 @@
 
 use super::chunk_filter::ChunkFilter;
 use crate::chunk::ChunkKind;
+use crate::ident::squash;
 use crate::index::Snapshot;
-use crate::rank::query_facts::{same_name, squash};
+use crate::rank::query_facts::same_name;
 use crate::symbols::{search_tables, MatchTier, SymbolMatch, SymbolQuery};
 
 /// The best `limit` symbol matches over every segment that `keep` accepts

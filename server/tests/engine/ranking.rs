@@ -688,10 +688,7 @@ fn module_workspace() -> Workspace {
 #[test]
 fn a_question_about_a_module_finds_its_entry_file_and_one_about_a_part_the_part() {
     let ws = module_workspace();
-    let options = SearchOptions {
-        limit: 10,
-        ..SearchOptions::default()
-    };
+    let options = SearchOptions::default();
     let files = |query: &str, options: &SearchOptions| -> Vec<String> {
         let mut files: Vec<String> = Vec::new();
         for hit in run(&ws, query, options) {
@@ -726,21 +723,13 @@ fn split_type_workspace() -> Workspace {
         "src/Mapper.Columns.cs",
         "namespace Orm {\n    public static partial class Mapper {\n        /// Finds the property a column maps to, by name.\n        public static PropertyInfo ColumnProperty(Type type, string column) {\n            return type.GetProperty(column, BindingFlags.IgnoreCase);\n        }\n    }\n}\n",
     );
-    // Its tests are no part of it.
-    ws.write(
-        "src/Mapper.test.cs",
-        "public class MapperTests {\n    public void MapsColumnsToProperties() { Mapper.Query<Row>(cnn, sql); }\n}\n",
-    );
     ws
 }
 
 #[test]
 fn a_question_about_a_split_type_finds_its_home_file() {
     let ws = split_type_workspace();
-    let options = SearchOptions {
-        limit: 10,
-        ..SearchOptions::default()
-    };
+    let options = SearchOptions::default();
     let query = "how rows are mapped to object properties by column name";
     let first = |options: &SearchOptions| run(&ws, query, options)[0].0.clone();
     assert_eq!(first(&options), "src/Mapper.cs");

@@ -30,6 +30,9 @@ const UPGRADES: [&str; 3] = [
      UPDATE quarry_schema SET version = 5 WHERE version = 4;",
 ];
 
+// One upgrade per version between the oldest upgraded and this one.
+const _: () = assert!(UPGRADES.len() as i32 == VERSION - OLDEST_UPGRADED);
+
 /// Dimensions of the hub's vectors: the transformer tier's
 /// (all-MiniLM-L6-v2).
 pub const DIM: usize = 384;

@@ -26,6 +26,12 @@ pub struct QueryFacts {
     /// `dynamic_format_arg_store` in a query do not name a
     /// `format_arg_store` (but `toString builder` names `ToStringBuilder`).
     pub(super) code_word_terms: Vec<FxHashSet<String>>,
+    /// The word parts of each query word written like code, without the
+    /// joined forms (`Node.js`: `node`, `js`).
+    pub(super) code_word_parts: Vec<FxHashSet<String>>,
+    /// The tokens of the query's words written like prose (every token
+    /// of a one-word query).
+    pub(super) prose_terms: FxHashSet<String>,
     /// The query mentions tests, so test files are not penalised.
     pub(super) wants_tests: bool,
     /// The query asks for documentation or for configuration/build files.
@@ -59,12 +65,23 @@ impl QueryFacts {
         for word in words {
             // In prose only words written like code name a definition.
             if !single && !is_code_word(word) {
+                tokenize(word, &mut |t| {
+                    facts.prose_terms.insert(t.to_string());
+                });
                 continue;
             }
             let mut parts = FxHashSet::default();
             tokenize(word, &mut |t| {
                 parts.insert(t.to_string());
             });
+            let whole = squash(word);
+            facts.code_word_parts.push(
+                parts
+                    .iter()
+                    .filter(|t| !t.contains(['_', ':', '.']) && **t != whole)
+                    .cloned()
+                    .collect(),
+            );
             facts.code_word_terms.push(parts);
             facts.identifiers.insert(squash(word));
             let parts: Vec<String> = word
@@ -87,6 +104,9 @@ impl QueryFacts {
         tokenize(query, &mut |t| {
             facts.terms.insert(t.to_string());
         });
+        if single {
+            facts.prose_terms = facts.terms.clone();
+        }
         // A long text (an issue) mentions tests and docs in passing; only a
         // short query that names them asks for them.
         let long = crate::lexical::query::is_long_query(query);

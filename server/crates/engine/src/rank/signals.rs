@@ -375,11 +375,23 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
         }
     });
     words.len() >= 2
-        && words.iter().all(|w| query.terms.contains(w))
+        && words.iter().all(|w| said_of(query, w, &words))
         && !query
             .code_word_terms
             .iter()
             .any(|parts| words.iter().all(|w| parts.contains(w)))
+}
+
+/// Whether the query says `word` of a name made of `words`: as a word of
+/// prose, or inside a word written like code whose parts are all the
+/// name's (`toString` for `ToStringBuilder`). The `node` of `Node.js` is
+/// said of Node.js, not of `nvm_node_version`.
+fn said_of(query: &QueryFacts, word: &str, words: &[String]) -> bool {
+    query.prose_terms.contains(word)
+        || query
+            .code_word_parts
+            .iter()
+            .any(|parts| parts.contains(word) && parts.iter().all(|p| words.contains(p)))
 }
 
 /// How close below its best part a raised module entry file may come.
@@ -1012,5 +1024,19 @@ mod tests {
         assert!(defines(&query, &named("ToStringBuilder")));
         let query = QueryFacts::new("the graph store lookup");
         assert!(defines(&query, &named("GraphStore")));
+    }
+
+    #[test]
+    fn a_word_said_inside_another_identifier_does_not_name_a_definition() {
+        let function = |name| definition("install.sh", name, ChunkKind::Function);
+        // The `node` of `Node.js` is said of Node.js: the query does not
+        // name `nvm_node_version` though it holds all three of its words.
+        let query = QueryFacts::new("how nvm installs a specific Node.js version");
+        assert!(!defines(&query, &function("nvm_node_version")));
+        let query = QueryFacts::new("how nvm prints the node version");
+        assert!(defines(&query, &function("nvm_node_version")));
+        // A one-word query is all identifier: its parts are its words.
+        let query = QueryFacts::new("node_version");
+        assert!(defines(&query, &function("node_version")));
     }
 }

@@ -107,6 +107,9 @@ impl QueryFacts {
         if single {
             facts.prose_terms = facts.terms.clone();
         }
+        if let Some(verb) = asked_verb(query) {
+            facts.prose_terms.insert(verb);
+        }
         // A long text (an issue) mentions tests and docs in passing; only a
         // short query that names them asks for them.
         let long = crate::lexical::query::is_long_query(query);
@@ -174,6 +177,31 @@ impl QueryFacts {
         }
         facts
     }
+}
+
+/// The verb a "how <subject> <verb>s" question asks about, without its
+/// `s` (`how pandoc reads a DocBook document`: `read`): a definition
+/// named for the action (`readDocBook`) answers it.
+fn asked_verb(query: &str) -> Option<String> {
+    let mut words = query.split_whitespace();
+    if !words.next()?.eq_ignore_ascii_case("how") {
+        return None;
+    }
+    let subject = words.next()?.to_lowercase();
+    if is_stopword(&subject) {
+        return None;
+    }
+    let verb = words.next()?.to_lowercase();
+    // `switches`, `fixes`, `passes` lose `es`; `reads` its `s`, and
+    // `class` is no verb.
+    let base = match ["ches", "shes", "sses", "xes", "zes"]
+        .iter()
+        .find(|ending| verb.ends_with(*ending))
+    {
+        Some(_) => &verb[..verb.len() - 2],
+        None => verb.strip_suffix('s').filter(|base| !base.ends_with('s'))?,
+    };
+    (base.len() >= 3 && base.bytes().all(|b| b.is_ascii_lowercase())).then(|| base.to_string())
 }
 
 /// The names a file named after what `query` asks about could have
@@ -248,6 +276,36 @@ pub(super) fn names_module(query: &QueryFacts, module: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_how_question_asks_about_its_verb_in_the_singular() {
+        assert_eq!(
+            asked_verb("how pandoc reads a DocBook XML document").as_deref(),
+            Some("read")
+        );
+        assert_eq!(
+            asked_verb("How zls gets doc comments").as_deref(),
+            Some("get")
+        );
+        // Not a verb in the third person, not a how-question, no subject.
+        assert_eq!(
+            asked_verb("how nvm switches versions").as_deref(),
+            Some("switch")
+        );
+        assert_eq!(asked_verb("how git passes args").as_deref(), Some("pass"));
+        assert_eq!(asked_verb("how it handles errors").as_deref(), None);
+        assert_eq!(
+            asked_verb("how xmonad handles events").as_deref(),
+            Some("handle")
+        );
+        assert_eq!(asked_verb("how vitest statically collects tests"), None);
+        assert_eq!(asked_verb("where pandoc reads DocBook"), None);
+        assert_eq!(asked_verb("how the router works"), None);
+        assert_eq!(asked_verb("how pandoc"), None);
+        // It names a definition as a prose word would.
+        let facts = QueryFacts::new("how pandoc reads a DocBook XML document");
+        assert!(facts.prose_terms.contains("read"));
+    }
 
     #[test]
     fn a_module_is_named_in_any_case_and_number_not_by_stem() {

@@ -32,6 +32,12 @@ pub struct QueryFacts {
     /// The tokens of the query's words written like prose (every token
     /// of a one-word query).
     pub(super) prose_terms: FxHashSet<String>,
+    /// The query's words in order, stopwords left out, for how near one
+    /// another a name's words are said: one place per token of a word of
+    /// prose or part of a word written like code (`DocBook`: `doc`,
+    /// `book`), each place with its forms (a how-question's verb also in
+    /// the singular: `reads`, `read`).
+    pub(super) sequence: Vec<Vec<String>>,
     /// The query mentions tests, so test files are not penalised.
     pub(super) wants_tests: bool,
     /// The query asks for documentation or for configuration/build files.
@@ -62,6 +68,29 @@ impl QueryFacts {
             .collect();
         let single = words.len() == 1;
         facts.single_word = single;
+        let verb = asked_verb(query);
+        for word in &words {
+            // A code word's joined forms (`docbook`, `a.b`) take no place;
+            // its parts all do (the `to` of `toString`), prose stopwords none.
+            let code = single || is_code_word(word);
+            let joined = (code && !single).then(|| squash(word));
+            tokenize(word, &mut |t| {
+                if t.contains(['_', ':', '.'])
+                    || (!code && is_stopword(t))
+                    || joined.as_deref() == Some(t)
+                {
+                    return;
+                }
+                let mut forms = vec![t.to_string()];
+                if let Some(verb) = verb.as_ref().filter(|v| {
+                    t.strip_prefix(v.as_str())
+                        .is_some_and(|ending| ending == "s" || ending == "es")
+                }) {
+                    forms.push(verb.clone());
+                }
+                facts.sequence.push(forms);
+            });
+        }
         for word in words {
             // In prose only words written like code name a definition.
             if !single && !is_code_word(word) {
@@ -107,7 +136,7 @@ impl QueryFacts {
         if single {
             facts.prose_terms = facts.terms.clone();
         }
-        if let Some(verb) = asked_verb(query) {
+        if let Some(verb) = verb {
             facts.prose_terms.insert(verb);
         }
         // A long text (an issue) mentions tests and docs in passing; only a

@@ -346,16 +346,19 @@ fn in_rust_tests_module(qualified_name: &str) -> bool {
     qualified_name.starts_with("tests::") || qualified_name.contains("::tests::")
 }
 
-/// Whether a chunk defines what the query names: its whole name is a query
-/// word, or every word of a multi-word name is in the query, though not all
-/// inside one longer identifier of it.
-fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
+/// How surely a chunk defines what the query names, 0 to 1: 1 when its
+/// whole name is a query word, or when every word of a multi-word name is
+/// said in the query ([`said_of`]) near one another ([`said_together`]),
+/// though not all inside one longer identifier of it; [`SPREAD`] when
+/// those words are scattered over the query ("request retrying ... retry
+/// conditions" barely names `retryRequest`).
+fn naming(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> f32 {
     if !chunk.kind.is_definition() || chunk.name.is_empty() {
-        return false;
+        return 0.0;
     }
     let name = squash(chunk.name);
     if query.identifiers.contains(&name) {
-        return true;
+        return 1.0;
     }
     if query.qualified.iter().any(|(_, last)| *last == name) {
         // Where the qualifier must appear, squashed once per chunk.
@@ -365,7 +368,7 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
             .iter()
             .any(|(qualifier, last)| *last == name && home.contains(qualifier.as_str()))
         {
-            return true;
+            return 1.0;
         }
     }
     let mut words = Vec::new();
@@ -374,13 +377,27 @@ fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
             words.push(t.to_string());
         }
     });
-    words.len() >= 2
+    let named = words.len() >= 2
         && words.iter().all(|w| said_of(query, w, &words))
         && !query
             .code_word_terms
             .iter()
-            .any(|parts| words.iter().all(|w| parts.contains(w)))
+            .any(|parts| words.iter().all(|w| parts.contains(w)));
+    if !named {
+        0.0
+    } else if said_together(query, &words) {
+        1.0
+    } else {
+        SPREAD
+    }
 }
+
+/// What a multi-word name whose words are scattered over the query gets of
+/// the definition boost: a sentence that describes a function mentions
+/// its words apart ("find which transition ... matches a given input" for
+/// `find_input`), a question about something else too ("number parsing
+/// with defaults and range checks" for `NumberRange`).
+const SPREAD: f32 = 0.25;
 
 /// Whether the query says `word` of a name made of `words`: as a word of
 /// prose, or inside a word written like code whose parts are all the
@@ -393,6 +410,26 @@ fn said_of(query: &QueryFacts, word: &str, words: &[String]) -> bool {
             .iter()
             .any(|parts| parts.contains(word) && parts.iter().all(|p| words.contains(p)))
 }
+
+/// Whether the query says a name's words near one another: all of them
+/// within a run of as many words and [`SLACK`] more (stopwords left out),
+/// in any order (`window focus` for `focusWindow`, "reads a DocBook" for
+/// `readDocBook`, "HTTP exception types and error" for `HTTPError`; not
+/// "number parsing with defaults and range" for `NumberRange`).
+fn said_together(query: &QueryFacts, words: &[String]) -> bool {
+    let span = words.len() + SLACK;
+    let seq = &query.sequence;
+    (0..seq.len()).any(|start| {
+        let window = &seq[start..(start + span).min(seq.len())];
+        words
+            .iter()
+            .all(|w| window.iter().any(|forms| forms.iter().any(|f| f == w)))
+    })
+}
+
+/// Other words a name's words may have among them and still be said
+/// together (`said_together`).
+const SLACK: usize = 2;
 
 /// How close below its best part a raised module entry file may come.
 const PAST_NO_PART: f32 = 0.999;
@@ -532,13 +569,18 @@ pub fn apply<'a>(
         if chunk.marks.home {
             factor *= signals.home_file;
         }
-        if signals.definition != 1.0 && defines(query, chunk) {
+        let named = if signals.definition != 1.0 {
+            naming(query, chunk)
+        } else {
+            0.0
+        };
+        if named > 0.0 {
             let sharers = if definers.is_empty() {
                 1
             } else {
                 definers.get(&squash(chunk.name)).copied().unwrap_or(1)
             };
-            factor *= 1.0 + (signals.definition - 1.0) / sharers as f32;
+            factor *= 1.0 + named * (signals.definition - 1.0) / sharers as f32;
         }
         // Code in a Rust `tests` module of a source file.
         if !path.classed && !query.wants_tests && in_rust_tests_module(chunk.qualified_name) {
@@ -979,6 +1021,11 @@ mod tests {
         assert_eq!(chunk_class(&facts("Query::parses")), None);
     }
 
+    /// Whether the query names the chunk's definition fully.
+    fn defines(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> bool {
+        naming(query, chunk) == 1.0
+    }
+
     /// A definition's facts for `defines`, named by its qualified name's
     /// last `::` part (language and size do not matter there).
     fn definition(
@@ -1038,5 +1085,22 @@ mod tests {
         // A one-word query is all identifier: its parts are its words.
         let query = QueryFacts::new("node_version");
         assert!(defines(&query, &function("node_version")));
+    }
+
+    #[test]
+    fn a_name_said_in_scattered_words_is_named_less_surely() {
+        let class = |name| definition("Source/Core/Request.swift", name, ChunkKind::Method);
+        let apart = QueryFacts::new(
+            "how request retrying is implemented with backoff and retry conditions",
+        );
+        assert_eq!(naming(&apart, &class("retryRequest")), SPREAD);
+        // Near one another, in any order, a stopword or two between.
+        let near = QueryFacts::new("how a request is retried: retry the request");
+        assert_eq!(naming(&near, &class("retryRequest")), 1.0);
+        let near = QueryFacts::new("HTTP exception types and error responses");
+        assert_eq!(naming(&near, &class("HTTPError")), 1.0);
+        let verb = QueryFacts::new("how pandoc reads a DocBook XML document");
+        assert_eq!(naming(&verb, &class("readDocBook")), 1.0);
+        assert_eq!(naming(&verb, &class("writeDocBook")), 0.0);
     }
 }

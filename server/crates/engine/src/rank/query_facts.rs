@@ -69,19 +69,20 @@ impl QueryFacts {
         let single = words.len() == 1;
         facts.single_word = single;
         let verb = asked_verb(query);
-        for word in &words {
-            // A code word's joined forms (`docbook`, `a.b`) take no place;
-            // its parts all do (the `to` of `toString`), prose stopwords none.
+        for word in words {
             let code = single || is_code_word(word);
-            let joined = (code && !single).then(|| squash(word));
-            tokenize(word, &mut |t| {
-                if t.contains(['_', ':', '.'])
-                    || (!code && is_stopword(t))
-                    || joined.as_deref() == Some(t)
-                {
-                    return;
+            let whole = squash(word);
+            let mut tokens: Vec<String> = Vec::new();
+            tokenize(word, &mut |t| tokens.push(t.to_string()));
+            // A code word's joined forms (`docbook`, `a.b`) take no place
+            // in the sequence; its parts all do (the `to` of `toString`),
+            // prose stopwords none.
+            for t in &tokens {
+                let joined = t.contains(['_', ':', '.']) || (code && !single && *t == whole);
+                if joined || (!code && is_stopword(t)) {
+                    continue;
                 }
-                let mut forms = vec![t.to_string()];
+                let mut forms = vec![t.clone()];
                 if let Some(verb) = verb.as_ref().filter(|v| {
                     t.strip_prefix(v.as_str())
                         .is_some_and(|ending| ending == "s" || ending == "es")
@@ -89,30 +90,22 @@ impl QueryFacts {
                     forms.push(verb.clone());
                 }
                 facts.sequence.push(forms);
-            });
-        }
-        for word in words {
+            }
             // In prose only words written like code name a definition.
-            if !single && !is_code_word(word) {
-                tokenize(word, &mut |t| {
-                    facts.prose_terms.insert(t.to_string());
-                });
+            if !code {
+                facts.prose_terms.extend(tokens);
                 continue;
             }
-            let mut parts = FxHashSet::default();
-            tokenize(word, &mut |t| {
-                parts.insert(t.to_string());
-            });
-            let whole = squash(word);
             facts.code_word_parts.push(
-                parts
+                tokens
                     .iter()
                     .filter(|t| !t.contains(['_', ':', '.']) && **t != whole)
                     .cloned()
                     .collect(),
             );
+            let parts: FxHashSet<String> = tokens.into_iter().collect();
             facts.code_word_terms.push(parts);
-            facts.identifiers.insert(squash(word));
+            facts.identifiers.insert(whole);
             let parts: Vec<String> = word
                 .split("::")
                 .flat_map(|p| p.split(['.', '#', '/']))
@@ -316,17 +309,18 @@ mod tests {
             asked_verb("How zls gets doc comments").as_deref(),
             Some("get")
         );
-        // Not a verb in the third person, not a how-question, no subject.
+        // `-es` after a hissing sound.
         assert_eq!(
             asked_verb("how nvm switches versions").as_deref(),
             Some("switch")
         );
         assert_eq!(asked_verb("how git passes args").as_deref(), Some("pass"));
-        assert_eq!(asked_verb("how it handles errors").as_deref(), None);
         assert_eq!(
             asked_verb("how xmonad handles events").as_deref(),
             Some("handle")
         );
+        // Not a verb in the third person, not a how-question, no subject.
+        assert_eq!(asked_verb("how it handles errors"), None);
         assert_eq!(asked_verb("how vitest statically collects tests"), None);
         assert_eq!(asked_verb("where pandoc reads DocBook"), None);
         assert_eq!(asked_verb("how the router works"), None);

@@ -33,7 +33,7 @@ use crate::ident::squash;
 pub use crate::layout::FileMarks;
 use crate::layout::{module_folder, module_name};
 use crate::lexical::stem::stem;
-use crate::lexical::tokenize::tokenize;
+use crate::lexical::tokenize::{is_stopword, tokenize};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Which signals run, and how strongly. A factor of 1 (or 0 for weights
@@ -412,18 +412,21 @@ fn said_of(query: &QueryFacts, word: &str, words: &[String]) -> bool {
 }
 
 /// Whether the query says a name's words near one another: all of them
-/// within a run of as many words and [`SLACK`] more (stopwords left out),
-/// in any order (`window focus` for `focusWindow`, "reads a DocBook" for
-/// `readDocBook`, "HTTP exception types and error" for `HTTPError`; not
-/// "number parsing with defaults and range" for `NumberRange`).
+/// within a run of as many words and [`SLACK`] more (stopwords left out,
+/// the query's and the name's: the `is` of `is_empty` takes no place, as
+/// the one of "is empty" does not), in any order (`window focus` for
+/// `focusWindow`, "reads a DocBook" for `readDocBook`, "HTTP exception
+/// types and error" for `HTTPError`; not "number parsing with defaults and
+/// range" for `NumberRange`).
 fn said_together(query: &QueryFacts, words: &[String]) -> bool {
-    let span = words.len() + SLACK;
+    let placed: Vec<&String> = words.iter().filter(|w| !is_stopword(w)).collect();
+    let span = placed.len() + SLACK;
     let seq = &query.sequence;
     (0..seq.len()).any(|start| {
         let window = &seq[start..(start + span).min(seq.len())];
-        words
+        placed
             .iter()
-            .all(|w| window.iter().any(|forms| forms.iter().any(|f| f == w)))
+            .all(|w| window.iter().any(|forms| forms.iter().any(|f| f == *w)))
     })
 }
 
@@ -1099,6 +1102,9 @@ mod tests {
         assert_eq!(naming(&near, &class("retryRequest")), 1.0);
         let near = QueryFacts::new("HTTP exception types and error responses");
         assert_eq!(naming(&near, &class("HTTPError")), 1.0);
+        // A name's stopwords take no place, as the query's do not.
+        let near = QueryFacts::new("check whether the buffer is empty");
+        assert_eq!(naming(&near, &class("is_empty")), 1.0);
         let verb = QueryFacts::new("how pandoc reads a DocBook XML document");
         assert_eq!(naming(&verb, &class("readDocBook")), 1.0);
         assert_eq!(naming(&verb, &class("writeDocBook")), 0.0);

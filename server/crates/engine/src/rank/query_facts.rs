@@ -8,7 +8,7 @@
 use crate::ident::squash;
 use crate::lexical::stem::stem;
 use crate::lexical::tokenize::{is_code_word, is_stopword, tokenize};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What the signals need to know about the query.
 #[derive(Clone, Debug, Default)]
@@ -32,12 +32,14 @@ pub struct QueryFacts {
     /// The tokens of the query's words written like prose (every token
     /// of a one-word query).
     pub(super) prose_terms: FxHashSet<String>,
-    /// The query's words in order, stopwords left out, for how near one
-    /// another a name's words are said: one place per token of a word of
-    /// prose or part of a word written like code (`DocBook`: `doc`,
-    /// `book`), each place with its forms (a how-question's verb also in
-    /// the singular: `reads`, `read`).
-    pub(super) sequence: Vec<Vec<String>>,
+    /// Where each word stands in the query, for how near one another a
+    /// name's words are said: the places, in order, of each token of a
+    /// word of prose or part of a word written like code (`DocBook`: `doc`,
+    /// `book`), stopwords left out; a how-question's verb stands at its
+    /// place in the singular too (`reads`, `read`).
+    pub(super) places: FxHashMap<String, Vec<u32>>,
+    /// How many places the query has.
+    pub(super) place_count: u32,
     /// The query mentions tests, so test files are not penalised.
     pub(super) wants_tests: bool,
     /// The query asks for documentation or for configuration/build files.
@@ -75,21 +77,22 @@ impl QueryFacts {
             let mut tokens: Vec<String> = Vec::new();
             tokenize(word, &mut |t| tokens.push(t.to_string()));
             // A code word's joined forms (`docbook`, `a.b`) take no place
-            // in the sequence; its parts all do (the `to` of `toString`),
+            // among the places; its parts all do (the `to` of `toString`),
             // prose stopwords none.
             for t in &tokens {
                 let joined = t.contains(['_', ':', '.']) || (code && !single && *t == whole);
                 if joined || (!code && is_stopword(t)) {
                     continue;
                 }
-                let mut forms = vec![t.clone()];
+                let place = facts.place_count;
+                facts.place_count += 1;
+                facts.places.entry(t.clone()).or_default().push(place);
                 if let Some(verb) = verb.as_ref().filter(|v| {
                     t.strip_prefix(v.as_str())
                         .is_some_and(|ending| ending == "s" || ending == "es")
                 }) {
-                    forms.push(verb.clone());
+                    facts.places.entry(verb.clone()).or_default().push(place);
                 }
-                facts.sequence.push(forms);
             }
             // In prose only words written like code name a definition.
             if !code {

@@ -420,14 +420,41 @@ fn said_of(query: &QueryFacts, word: &str, words: &[String]) -> bool {
 /// range" for `NumberRange`).
 fn said_together(query: &QueryFacts, words: &[String]) -> bool {
     let placed: Vec<&String> = words.iter().filter(|w| !is_stopword(w)).collect();
-    let span = placed.len() + SLACK;
-    let seq = &query.sequence;
-    (0..seq.len()).any(|start| {
-        let window = &seq[start..(start + span).min(seq.len())];
-        placed
-            .iter()
-            .all(|w| window.iter().any(|forms| forms.iter().any(|f| f == *w)))
-    })
+    if placed.is_empty() {
+        return query.place_count > 0;
+    }
+    // Every place of every word, in query order; then the narrowest run
+    // holding each word once (a window sliding over them).
+    let mut at: Vec<(u32, usize)> = Vec::new();
+    for (i, word) in placed.iter().enumerate() {
+        let Some(places) = query.places.get(word.as_str()) else {
+            return false;
+        };
+        at.extend(places.iter().map(|&p| (p, i)));
+    }
+    at.sort_unstable();
+    let span = (placed.len() + SLACK) as u32;
+    let mut seen = vec![0u32; placed.len()];
+    let mut missing = placed.len();
+    let mut first = 0;
+    for &(place, i) in &at {
+        if seen[i] == 0 {
+            missing -= 1;
+        }
+        seen[i] += 1;
+        while at[first].0 + span <= place {
+            let j = at[first].1;
+            seen[j] -= 1;
+            if seen[j] == 0 {
+                missing += 1;
+            }
+            first += 1;
+        }
+        if missing == 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// Other words a name's words may have among them and still be said

@@ -346,6 +346,14 @@ fn in_rust_tests_module(qualified_name: &str) -> bool {
     qualified_name.starts_with("tests::") || qualified_name.contains("::tests::")
 }
 
+/// Whether a chunk of this kind is the definition of its name. An impl
+/// block, extension, instance or protocol implementation adds to a
+/// definition made elsewhere: it carries the name it implements, but it is
+/// not that name's definition.
+fn defines_its_name(kind: ChunkKind) -> bool {
+    kind.is_definition() && kind != ChunkKind::Impl
+}
+
 /// How surely a chunk defines what the query names, 0 to 1: 1 when its
 /// whole name is a query word, or when every word of a multi-word name is
 /// said in the query ([`said_of`]) near one another ([`said_together`]),
@@ -353,7 +361,7 @@ fn in_rust_tests_module(qualified_name: &str) -> bool {
 /// those words are scattered over the query ("request retrying ... retry
 /// conditions" barely names `retryRequest`).
 fn naming(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> f32 {
-    if !chunk.kind.is_definition() || chunk.name.is_empty() {
+    if !defines_its_name(chunk.kind) || chunk.name.is_empty() {
         return 0.0;
     }
     let name = squash(chunk.name);
@@ -562,7 +570,7 @@ pub fn apply<'a>(
     // like code (`shared_definitions`).
     let mut definers: FxHashMap<String, u32> = FxHashMap::default();
     if signals.definition != 1.0 && signals.shared_definitions && query.long {
-        for chunk in chunks.iter().flatten().filter(|c| c.kind.is_definition()) {
+        for chunk in chunks.iter().flatten().filter(|c| defines_its_name(c.kind)) {
             let name = squash(chunk.name);
             if query.identifiers.contains(&name) {
                 *definers.entry(name).or_insert(0) += 1;
@@ -1135,5 +1143,18 @@ mod tests {
         let verb = QueryFacts::new("how pandoc reads a DocBook XML document");
         assert_eq!(naming(&verb, &class("readDocBook")), 1.0);
         assert_eq!(naming(&verb, &class("writeDocBook")), 0.0);
+    }
+
+    #[test]
+    fn an_impl_block_does_not_name_the_definition_it_adds_to() {
+        let query = QueryFacts::new("how multipart form data encodes fields");
+        let path = "Source/Features/MultipartFormData.swift";
+        let class = definition(path, "MultipartFormData", ChunkKind::Class);
+        let extension = definition(path, "MultipartFormData", ChunkKind::Impl);
+        assert_eq!(naming(&query, &class), 1.0);
+        assert_eq!(naming(&query, &extension), 0.0);
+        let identifier = QueryFacts::new("MultipartFormData");
+        assert!(defines(&identifier, &class));
+        assert!(!defines(&identifier, &extension));
     }
 }

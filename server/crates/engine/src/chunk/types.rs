@@ -197,6 +197,14 @@ impl ChunkKind {
         !matches!(self, ChunkKind::Section | ChunkKind::Lines)
     }
 
+    /// True for a definition of the name it carries. An impl block,
+    /// extension, instance or protocol implementation adds to a definition
+    /// made elsewhere: it carries the name it implements, but it is not
+    /// that name's definition, and ranks after it.
+    pub fn defines_its_name(self) -> bool {
+        self.is_definition() && self != ChunkKind::Impl
+    }
+
     /// A definition with a body (a function, a type, a trait...), as
     /// opposed to a text window, an assignment or a constant.
     pub fn has_body(self) -> bool {

@@ -346,14 +346,6 @@ fn in_rust_tests_module(qualified_name: &str) -> bool {
     qualified_name.starts_with("tests::") || qualified_name.contains("::tests::")
 }
 
-/// Whether a chunk of this kind is the definition of its name. An impl
-/// block, extension, instance or protocol implementation adds to a
-/// definition made elsewhere: it carries the name it implements, but it is
-/// not that name's definition.
-fn defines_its_name(kind: ChunkKind) -> bool {
-    kind.is_definition() && kind != ChunkKind::Impl
-}
-
 /// How surely a chunk defines what the query names, 0 to 1: 1 when its
 /// whole name is a query word, or when every word of a multi-word name is
 /// said in the query ([`said_of`]) near one another ([`said_together`]),
@@ -361,7 +353,7 @@ fn defines_its_name(kind: ChunkKind) -> bool {
 /// those words are scattered over the query ("request retrying ... retry
 /// conditions" barely names `retryRequest`).
 fn naming(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> f32 {
-    if !defines_its_name(chunk.kind) || chunk.name.is_empty() {
+    if !chunk.kind.defines_its_name() || chunk.name.is_empty() {
         return 0.0;
     }
     let name = squash(chunk.name);
@@ -570,7 +562,11 @@ pub fn apply<'a>(
     // like code (`shared_definitions`).
     let mut definers: FxHashMap<String, u32> = FxHashMap::default();
     if signals.definition != 1.0 && signals.shared_definitions && query.long {
-        for chunk in chunks.iter().flatten().filter(|c| defines_its_name(c.kind)) {
+        for chunk in chunks
+            .iter()
+            .flatten()
+            .filter(|c| c.kind.defines_its_name())
+        {
             let name = squash(chunk.name);
             if query.identifiers.contains(&name) {
                 *definers.entry(name).or_insert(0) += 1;

@@ -14,7 +14,6 @@ use super::options::SearchOptions;
 use super::query::SearchQuery;
 use super::results::Mode;
 use super::symbol::{symbol_branch, SymbolBranch};
-use crate::chunk::ChunkKind;
 use crate::dense::{DenseEngine, DenseTier};
 use crate::index::Snapshot;
 use crate::rank::frames::{names_file, Frame};
@@ -343,7 +342,7 @@ impl PassContext<'_> {
         let is_impl = |f: &Fused| {
             snapshot
                 .chunk(f.chunk_id)
-                .is_some_and(|(_, chunk)| chunk.kind == ChunkKind::Impl)
+                .is_some_and(|(_, chunk)| !chunk.kind.defines_its_name())
         };
         let pinned = fused.iter().take_while(|f| pins.is_pinned(f)).count();
         // Among the pinned: a name equal only when case is folded after one

@@ -54,7 +54,7 @@ fn order_ties(snapshot: &Snapshot, name: &str, matches: &mut [SymbolMatch]) {
         let stem = squash(file.split('.').next().unwrap_or(file));
         let named = same_name(&stem, &name);
         // A type's definition before its impl blocks, wherever they are.
-        let is_impl = chunk.kind == ChunkKind::Impl;
+        let is_impl = !chunk.kind.defines_its_name();
         (
             is_impl,
             !named,

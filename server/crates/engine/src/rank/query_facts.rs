@@ -22,12 +22,10 @@ pub struct QueryFacts {
     pub(super) qualified: Vec<(String, String)>,
     /// The query's tokens, as the lexical tokenizer makes them.
     pub(super) terms: FxHashSet<String>,
-    /// The tokens of each query word written like code: the parts of
+    /// The word parts of each query word written like code, without the
+    /// joined forms (`Node.js`: `node`, `js`): the parts of
     /// `dynamic_format_arg_store` in a query do not name a
     /// `format_arg_store` (but `toString builder` names `ToStringBuilder`).
-    pub(super) code_word_terms: Vec<FxHashSet<String>>,
-    /// The word parts of each query word written like code, without the
-    /// joined forms (`Node.js`: `node`, `js`).
     pub(super) code_word_parts: Vec<FxHashSet<String>>,
     /// The tokens of the query's words written like prose (every token
     /// of a one-word query).
@@ -76,6 +74,10 @@ impl QueryFacts {
             let whole = squash(word);
             let mut tokens: Vec<String> = Vec::new();
             tokenize(word, &mut |t| tokens.push(t.to_string()));
+            // The query splits into words only where no path joins its
+            // tokens (spaces, quotes, parentheses): the words' tokens are
+            // the query's.
+            facts.terms.extend(tokens.iter().cloned());
             // A code word's joined forms (`docbook`, `a.b`) take no place
             // among the places; its parts all do (the `to` of `toString`),
             // prose stopwords none.
@@ -101,13 +103,10 @@ impl QueryFacts {
             }
             facts.code_word_parts.push(
                 tokens
-                    .iter()
-                    .filter(|t| !t.contains(['_', ':', '.']) && **t != whole)
-                    .cloned()
+                    .into_iter()
+                    .filter(|t| !t.contains(['_', ':', '.']) && *t != whole)
                     .collect(),
             );
-            let parts: FxHashSet<String> = tokens.into_iter().collect();
-            facts.code_word_terms.push(parts);
             facts.identifiers.insert(whole);
             let parts: Vec<String> = word
                 .split("::")
@@ -126,9 +125,6 @@ impl QueryFacts {
                 facts.identifiers.extend(parts);
             }
         }
-        tokenize(query, &mut |t| {
-            facts.terms.insert(t.to_string());
-        });
         if single {
             facts.prose_terms = facts.terms.clone();
         }

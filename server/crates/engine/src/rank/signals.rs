@@ -380,7 +380,7 @@ fn naming(query: &QueryFacts, chunk: &ChunkFacts<'_>) -> f32 {
     let named = words.len() >= 2
         && words.iter().all(|w| said_of(query, w, &words))
         && !query
-            .code_word_terms
+            .code_word_parts
             .iter()
             .any(|parts| words.iter().all(|w| parts.contains(w)));
     if !named {
